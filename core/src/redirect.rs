@@ -1,0 +1,276 @@
+//! Reading a cluster node's error reply (SPEC section 7).
+//!
+//! Takes the bytes of a RESP simple error, with or without the leading `-`
+//! and the trailing CRLF, and says what it means for routing: a redirect
+//! (`MOVED`, `ASK`) with its slot and borrowed address, or a status. Any
+//! other error is not ours to interpret and comes back as
+//! [`ReplyError::NotClusterError`], so the caller surfaces it unchanged.
+
+use core::fmt;
+
+use crate::{KvStatus, SLOT_COUNT};
+
+/// What an error reply means for routing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorReply<'a> {
+    /// `-MOVED <slot> <host:port>`: the slot lives elsewhere now (status
+    /// Moved). The hint may re-point the slot at once; refresh the map too.
+    Moved(Redirect<'a>),
+    /// `-ASK <slot> <host:port>`: this one command goes to that node after
+    /// `ASKING`; the map stays as it is.
+    Ask(Redirect<'a>),
+    /// Any other reply of the vocabulary: `TRYAGAIN` (Migrating),
+    /// `CLUSTERDOWN`/`MASTERDOWN`/`LOADING` (Unavailable), `READONLY`
+    /// (ReplicaWriteRejected), and the Zaris names themselves.
+    Status(KvStatus),
+}
+
+impl ErrorReply<'_> {
+    /// The status this reply stands for (`ASK` is reported as Migrating: the
+    /// slot is moving).
+    #[must_use]
+    pub const fn status(&self) -> KvStatus {
+        match self {
+            ErrorReply::Moved(_) => KvStatus::Moved,
+            ErrorReply::Ask(_) => KvStatus::Migrating,
+            ErrorReply::Status(s) => *s,
+        }
+    }
+}
+
+/// Where a redirect points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Redirect<'a> {
+    /// The slot that moved.
+    pub slot: u16,
+    /// The node's host: an IPv4 or IPv6 address (without brackets) or a
+    /// hostname. Empty when the server does not know its own endpoint (Redis
+    /// 7 `cluster-preferred-endpoint-type unknown-endpoint`): use the host of
+    /// the connection the reply came on.
+    pub host: &'a str,
+    /// The node's port.
+    pub port: u16,
+}
+
+/// An error reply that is not a routing instruction, or is a broken one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyError {
+    /// Nothing but framing.
+    Empty,
+    /// A well-formed error outside the routing vocabulary (`ERR`,
+    /// `WRONGTYPE`, ...): surface it to the caller unchanged.
+    NotClusterError,
+    /// `MOVED`/`ASK` without a slot and address after it.
+    MissingField,
+    /// The slot is not a decimal number below 16384.
+    BadSlot,
+    /// The address is not `host:port` with a decimal port below 65536.
+    BadAddress,
+    /// More text after the address.
+    TrailingData,
+}
+
+impl fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReplyError::Empty => "empty error reply",
+            ReplyError::NotClusterError => "error reply outside the cluster routing vocabulary",
+            ReplyError::MissingField => "redirect without slot and address",
+            ReplyError::BadSlot => "redirect slot is not a number below 16384",
+            ReplyError::BadAddress => "redirect address is not host:port",
+            ReplyError::TrailingData => "unexpected text after the redirect address",
+        })
+    }
+}
+
+impl core::error::Error for ReplyError {}
+
+/// Reads an error reply.
+///
+/// ```
+/// use zaris_core::{parse_error_reply, ErrorReply, KvStatus, Redirect};
+/// assert_eq!(
+///     parse_error_reply(b"-MOVED 3999 127.0.0.1:6381\r\n"),
+///     Ok(ErrorReply::Moved(Redirect { slot: 3999, host: "127.0.0.1", port: 6381 }))
+/// );
+/// assert_eq!(
+///     parse_error_reply(b"TRYAGAIN Multiple keys request during rehashing of slot"),
+///     Ok(ErrorReply::Status(KvStatus::Migrating))
+/// );
+/// ```
+///
+/// # Errors
+/// [`ReplyError`]: which part is missing or malformed, or that the error is
+/// not a routing one.
+pub fn parse_error_reply(reply: &[u8]) -> Result<ErrorReply<'_>, ReplyError> {
+    let reply = reply.strip_prefix(b"-").unwrap_or(reply);
+    let reply = reply.strip_suffix(b"\r\n").unwrap_or(reply);
+    let (code, rest) = match reply.iter().position(|&b| b == b' ') {
+        Some(i) => (&reply[..i], &reply[i + 1..]),
+        None => (reply, &[][..]),
+    };
+    let status = match code {
+        b"" => return Err(ReplyError::Empty),
+        b"MOVED" => return parse_redirect(rest).map(ErrorReply::Moved),
+        b"ASK" => return parse_redirect(rest).map(ErrorReply::Ask),
+        b"TRYAGAIN" | b"MIGRATING" => KvStatus::Migrating,
+        b"CLUSTERDOWN" | b"MASTERDOWN" | b"LOADING" | b"UNAVAILABLE" => KvStatus::Unavailable,
+        b"READONLY" | b"REPLICAWRITEREJECTED" => KvStatus::ReplicaWriteRejected,
+        b"OWNERSHIPCHANGING" => KvStatus::OwnershipChanging,
+        _ => return Err(ReplyError::NotClusterError),
+    };
+    Ok(ErrorReply::Status(status))
+}
+
+fn parse_redirect(fields: &[u8]) -> Result<Redirect<'_>, ReplyError> {
+    let mut parts = fields.split(|&b| b == b' ');
+    let slot = parts
+        .next()
+        .filter(|s| !s.is_empty())
+        .ok_or(ReplyError::MissingField)?;
+    let addr = parts
+        .next()
+        .filter(|s| !s.is_empty())
+        .ok_or(ReplyError::MissingField)?;
+    if parts.next().is_some() {
+        return Err(ReplyError::TrailingData);
+    }
+    let slot = parse_decimal(slot)
+        .filter(|&s| s < u32::from(SLOT_COUNT))
+        .ok_or(ReplyError::BadSlot)? as u16;
+    let (host, port) = split_host_port(addr).ok_or(ReplyError::BadAddress)?;
+    Ok(Redirect { slot, host, port })
+}
+
+/// `host:port`, `[v6]:port` or a bare `v6:port` (Redis prints IPv6 without
+/// brackets, so the port is after the last colon).
+fn split_host_port(addr: &[u8]) -> Option<(&str, u16)> {
+    let colon = addr.iter().rposition(|&b| b == b':')?;
+    let port = parse_decimal(&addr[colon + 1..]).and_then(|p| u16::try_from(p).ok())?;
+    let host = &addr[..colon];
+    let host = match host {
+        [b'[', inner @ .., b']'] => inner,
+        _ => host,
+    };
+    if host
+        .iter()
+        .any(|&b| matches!(b, b'[' | b']') || b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        return None;
+    }
+    Some((core::str::from_utf8(host).ok()?, port))
+}
+
+/// A decimal number of at most 9 digits (enough for slots and ports, and no
+/// overflow to guard against).
+fn parse_decimal(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |n, &d| {
+        d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moved(slot: u16, host: &str, port: u16) -> ErrorReply<'_> {
+        ErrorReply::Moved(Redirect { slot, host, port })
+    }
+
+    #[test]
+    fn redirects() {
+        assert_eq!(
+            parse_error_reply(b"-MOVED 3999 127.0.0.1:6381\r\n"),
+            Ok(moved(3999, "127.0.0.1", 6381))
+        );
+        assert_eq!(
+            parse_error_reply(b"MOVED 0 [::1]:7000"),
+            Ok(moved(0, "::1", 7000))
+        );
+        assert_eq!(
+            parse_error_reply(b"MOVED 16383 ::1:7000"),
+            Ok(moved(16383, "::1", 7000))
+        );
+        assert_eq!(
+            parse_error_reply(b"MOVED 12 redis-0.svc.local:6379"),
+            Ok(moved(12, "redis-0.svc.local", 6379))
+        );
+        assert_eq!(
+            parse_error_reply(b"MOVED 12 :6379"),
+            Ok(moved(12, "", 6379))
+        );
+        assert_eq!(
+            parse_error_reply(b"-ASK 42 10.0.0.1:7002"),
+            Ok(ErrorReply::Ask(Redirect {
+                slot: 42,
+                host: "10.0.0.1",
+                port: 7002
+            }))
+        );
+    }
+
+    #[test]
+    fn statuses() {
+        let cases: &[(&[u8], KvStatus)] = &[
+            (
+                b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+                KvStatus::Migrating,
+            ),
+            (b"-CLUSTERDOWN The cluster is down", KvStatus::Unavailable),
+            (b"-CLUSTERDOWN Hash slot not served", KvStatus::Unavailable),
+            (
+                b"-MASTERDOWN Link with MASTER is down",
+                KvStatus::Unavailable,
+            ),
+            (
+                b"-LOADING Redis is loading the dataset in memory",
+                KvStatus::Unavailable,
+            ),
+            (
+                b"-READONLY You can't write against a read only replica.",
+                KvStatus::ReplicaWriteRejected,
+            ),
+            (b"OWNERSHIPCHANGING", KvStatus::OwnershipChanging),
+            (b"MIGRATING", KvStatus::Migrating),
+            (b"UNAVAILABLE", KvStatus::Unavailable),
+            (b"REPLICAWRITEREJECTED", KvStatus::ReplicaWriteRejected),
+        ];
+        for &(reply, status) in cases {
+            assert_eq!(parse_error_reply(reply), Ok(ErrorReply::Status(status)));
+        }
+    }
+
+    #[test]
+    fn malformed() {
+        let cases: &[(&[u8], ReplyError)] = &[
+            (b"", ReplyError::Empty),
+            (b"-\r\n", ReplyError::Empty),
+            (b"-ERR unknown command", ReplyError::NotClusterError),
+            (b"moved 1 a:1", ReplyError::NotClusterError),
+            (b"MOVED", ReplyError::MissingField),
+            (b"MOVED 12", ReplyError::MissingField),
+            (b"MOVED  127.0.0.1:1", ReplyError::MissingField),
+            (b"MOVED 16384 127.0.0.1:1", ReplyError::BadSlot),
+            (b"MOVED -1 127.0.0.1:1", ReplyError::BadSlot),
+            (b"MOVED 99999999999 127.0.0.1:1", ReplyError::BadSlot),
+            (b"MOVED 1 127.0.0.1", ReplyError::BadAddress),
+            (b"MOVED 1 127.0.0.1:65536", ReplyError::BadAddress),
+            (b"MOVED 1 127.0.0.1:", ReplyError::BadAddress),
+            (b"MOVED 1 [::1:7000", ReplyError::BadAddress),
+            (b"MOVED 1 \xff\xfe:7000", ReplyError::BadAddress),
+            (b"MOVED 1 a:1 extra", ReplyError::TrailingData),
+        ];
+        for &(reply, err) in cases {
+            assert_eq!(
+                parse_error_reply(reply),
+                Err(err),
+                "{:?}",
+                reply.escape_ascii()
+            );
+        }
+    }
+}

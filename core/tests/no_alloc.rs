@@ -1,0 +1,135 @@
+//! Every public function of the core, run under a counting allocator:
+//! placement runs on every operation and must never allocate.
+
+// A global allocator is unsafe to implement; this one only counts.
+#![allow(unsafe_code)]
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::Duration;
+
+use zaris_core::*;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: defers every call to `System`; only counts on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[test]
+fn the_core_never_allocates() {
+    // Inputs are built before counting starts.
+    let long: Vec<u8> = (0..4096).map(|i| (i * 31 % 251) as u8).collect();
+    let tagged = b"{user1000}.following".to_vec();
+    let units: Vec<u16> = "κλειδί{δ}😀\u{0}".encode_utf16().chain([0xD800]).collect();
+    let ascii_units: Vec<u16> = "user:1000:".repeat(100).encode_utf16().collect();
+    let mut table = SegmentTable::new(vec![NO_OWNER; 16384].into_boxed_slice()).unwrap();
+    // Warm up run-time CPU detection (std_detect may initialise lazily).
+    let _ = _benchable::simd_available();
+
+    let n = allocations_during(|| {
+        let mut sink = 0u64;
+        let mut eat = |v: u64| sink = sink.wrapping_add(v);
+        for key in [&long[..], &tagged[..], b"", b"{}{a}"] {
+            eat(crc16(key).into());
+            eat(crc16_bitwise(key).into());
+            let mut c = Crc16::new();
+            c.update(key);
+            eat(c.finish().into());
+            eat(hash_tag(key).len() as u64);
+            eat(hash_tag_span(key).map_or(0, |r| r.start as u64));
+            eat(slot_for_key(key).into());
+            eat(segment_for_key(key, 7).into());
+        }
+        for u in [&units[..], &ascii_units[..]] {
+            eat(slot_for_utf16(u).into());
+            eat(hash_tag_span_utf16(u).map_or(0, |r| r.end as u64));
+        }
+        eat(segment_for_slot(16383, 0).into());
+        eat(SegmentCount::new(7).map_or(0, |c| c.first_slot(3).into()));
+        for s in KvStatus::ALL {
+            eat(u64::from(s.should_retry())
+                + u64::from(s.requires_map_refresh())
+                + u64::from(s.is_answer()));
+            eat(s.name().len() as u64);
+        }
+        eat(ownership_failure_status(true).name().len() as u64);
+        eat(retry_delay(2, DEFAULT_BACKOFF, Some(KvStatus::Migrating), None).as_millis() as u64);
+        eat(u64::from(parse_request_timeout("2.5").is_ok()));
+        eat(u64::from(parse_disable_retries("true").is_ok()));
+        eat(u64::from(parse_refresh_wait_ms("15000").is_ok()));
+        eat(u64::from(
+            RetryPolicy::from_env_values(Some("infinite"), Some("false")).is_ok(),
+        ));
+        let mut retries = RetryLoop::new(RetryPolicy::DEFAULT);
+        for outcome in [
+            Outcome::Status(KvStatus::Moved),
+            Outcome::Ask,
+            Outcome::Transport(TransportFailure::ConnectionReset),
+        ] {
+            eat(matches!(
+                retries.record(outcome, Some(Duration::from_secs(1))),
+                Decision::Retry { .. }
+            ) as u64);
+        }
+        for reply in [
+            &b"-MOVED 1 127.0.0.1:7000\r\n"[..],
+            b"ASK 2 [::1]:1",
+            b"-TRYAGAIN x",
+            b"-ERR no",
+            b"MOVED x",
+        ] {
+            eat(parse_error_reply(reply).map_or(1, |r| r.status().name().len() as u64));
+        }
+        eat(table
+            .apply(&OwnershipChange {
+                first_slot: 0,
+                last_slot: 9000,
+                owner: 1,
+            })
+            .into());
+        eat(table.assign_segments(9001..=16383, 2).into());
+        eat(table.owner_for_key(&long).map_or(0, u64::from));
+        eat(table.owner_for_utf16(&units).map_or(0, u64::from));
+        eat(table.owner_of_segment(20000).map_or(7, u64::from));
+        eat(table.runs().count() as u64);
+        eat(table.distinct_owners::<8>().map_or(0, |v| v.len() as u64));
+        std::hint::black_box(sink);
+    });
+    assert_eq!(n, 0, "the core allocated {n} times");
+}
+
+#[test]
+fn the_counter_counts() {
+    // Proves the allocator above is live, so the zero above means something.
+    let n = allocations_during(|| {
+        std::hint::black_box(vec![1u8; 10]);
+    });
+    assert_eq!(n, 1);
+}

@@ -1,0 +1,255 @@
+//! Real servers for Zaris's integration tests.
+//!
+//! [`RedisNode::start`] runs a `redis-server` (or `valkey-server`) on a free
+//! 127.0.0.1 port in a temporary directory and kills it when dropped, or
+//! when the thread that started it dies (`PR_SET_PDEATHSIG`), so no test
+//! leaves a server behind. [`RespConn`] is a small blocking RESP2 connection
+//! over `redis-protocol`'s codec, for driving and inspecting those servers.
+//!
+//! The server binary is `$ZARIS_REDIS_SERVER`, or `redis-server`.
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis_protocol::resp2::decode::decode;
+use redis_protocol::resp2::encode::encode;
+use redis_protocol::resp2::types::{OwnedFrame, Resp2Frame};
+
+pub use redis_protocol::resp2::types::OwnedFrame as Frame;
+
+/// How long a server gets to start answering `PING`.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// I/O bound on every test connection, so a wedged server fails a test
+/// instead of hanging it.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The server binary to run.
+#[must_use]
+pub fn server_binary() -> String {
+    std::env::var("ZARIS_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+/// Whether `binary` can be run here (for tests of optional servers, such as
+/// Valkey).
+#[must_use]
+pub fn binary_available(binary: &str) -> bool {
+    Command::new(binary)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A running server process, killed on drop.
+pub struct RedisNode {
+    port: u16,
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl RedisNode {
+    /// Starts a node in cluster mode on a free port and waits for `PING`.
+    ///
+    /// # Errors
+    /// The binary is missing, or the server did not answer in time.
+    pub fn start_cluster_node(binary: &str, extra: &[&str]) -> io::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("zaris-redis-").tempdir()?;
+        let port = free_port()?;
+        let mut cmd = Command::new(binary);
+        cmd.current_dir(dir.path())
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--logfile", "server.log"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
+        // no memory of the parent; it makes the kernel kill the server when
+        // the thread that started it exits, even if the test is killed.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot run {binary}: {e} (is it installed?)"),
+            )
+        })?;
+        let mut node = Self { port, child, dir };
+        node.wait_ready()?;
+        tracing::debug!(port, "server up");
+        Ok(node)
+    }
+
+    fn wait_ready(&mut self) -> io::Result<()> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Err(io::Error::other(format!(
+                    "server exited with {status} before answering; log: {}",
+                    self.log_tail()
+                )));
+            }
+            if let Ok(mut conn) = self.connect() {
+                if conn.command(&[b"PING"]).is_ok_and(|f| f == simple("PONG")) {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() > START_TIMEOUT {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "server did not answer PING",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The port it listens on (127.0.0.1).
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    #[must_use]
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// A fresh connection.
+    ///
+    /// # Errors
+    /// The server does not accept it.
+    pub fn connect(&self) -> io::Result<RespConn> {
+        RespConn::connect(&self.addr())
+    }
+
+    /// The server's log file.
+    #[must_use]
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().rev().take(5).collect();
+        lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+impl Drop for RedisNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free a moment ago (cluster nodes also need port + 10000
+/// for the bus, so only ports below 55536 are taken).
+fn free_port() -> io::Result<u16> {
+    for _ in 0..100 {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let port = listener.local_addr()?.port();
+        if port < 55536 && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(io::Error::other("no free port pair found"))
+}
+
+/// A simple-string frame.
+#[must_use]
+pub fn simple(s: &str) -> OwnedFrame {
+    OwnedFrame::SimpleString(s.as_bytes().to_vec())
+}
+
+/// A blocking RESP2 connection for tests and tooling.
+pub struct RespConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RespConn {
+    /// Connects to `addr`.
+    ///
+    /// # Errors
+    /// The connection is refused or times out.
+    pub fn connect(addr: &str) -> io::Result<Self> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Sends one command and reads its reply.
+    ///
+    /// # Errors
+    /// I/O failure or a reply that does not decode.
+    pub fn command(&mut self, args: &[&[u8]]) -> io::Result<OwnedFrame> {
+        let mut replies = self.pipeline(std::iter::once(args))?;
+        replies.pop().ok_or_else(|| io::Error::other("no reply"))
+    }
+
+    /// Sends every command, then reads one reply per command, in order.
+    ///
+    /// # Errors
+    /// I/O failure or a reply that does not decode.
+    pub fn pipeline<'a>(
+        &mut self,
+        commands: impl IntoIterator<Item = &'a [&'a [u8]]>,
+    ) -> io::Result<Vec<OwnedFrame>> {
+        let mut out = Vec::new();
+        let mut count = 0;
+        for args in commands {
+            let frame = OwnedFrame::Array(
+                args.iter()
+                    .map(|a| OwnedFrame::BulkString(a.to_vec()))
+                    .collect(),
+            );
+            let start = out.len();
+            out.resize(start + frame.encode_len(false), 0);
+            encode(&mut out[start..], &frame, false).map_err(io::Error::other)?;
+            count += 1;
+        }
+        self.stream.write_all(&out)?;
+        (0..count).map(|_| self.read_frame()).collect()
+    }
+
+    fn read_frame(&mut self) -> io::Result<OwnedFrame> {
+        loop {
+            if let Some((frame, used)) = decode(&self.buf).map_err(io::Error::other)? {
+                self.buf.drain(..used);
+                return Ok(frame);
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
