@@ -2,9 +2,15 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
+# wasm-pack finds wasm-bindgen (cargo) and wasm-opt (npm's binaryen; Debian's
+# is too old and emits broken modules) on PATH instead of downloading them.
+export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + "/.cargo/bin:" + env_var("PATH")
+
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
 fuzz_targets := "error_reply slot slot_utf16"
+# Size over speed for the glue; the core's loops are already optimised by rustc.
+wasm_opt_flags := "-Oz --converge --strip-debug --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int"
 
 # List the recipes.
 default:
@@ -20,6 +26,15 @@ test: lint
     for target in {{no_std_targets}}; do \
         cargo build -p zaris-core --no-default-features --features serde --target "$target"; \
     done
+    just test-web
+
+# The wasm build in headless Chromium (wasm-bindgen-test), the Node package, the playground end to end.
+test-web: web-build
+    @echo "==> wasm-bindgen tests in headless Chromium"
+    CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=120 \
+        cargo test -p zaris-wasm --target wasm32-unknown-unknown
+    @echo "==> the nodejs package and the playground in Chromium (playwright-core)"
+    node --test tests/e2e/*.test.mjs
 
 # Formatting and clippy, warnings denied (also for the no_std targets).
 lint:
@@ -28,6 +43,7 @@ lint:
     for target in {{no_std_targets}}; do \
         cargo clippy -p zaris-core --no-default-features --features serde --target "$target" -- -D warnings; \
     done
+    cargo clippy -p zaris-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 
 # The core's criterion benches vs the crc16 crate and redis-protocol (args go to criterion).
 bench-core *ARGS:
@@ -40,3 +56,26 @@ fuzz SECONDS="60":
         echo "==> fuzzing $target for {{SECONDS}} s"; \
         RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir core/fuzz -O "$target" -- -max_total_time={{SECONDS}}; \
     done
+
+# Node tools (wasm-opt from npm's binaryen, playwright-core, the benchmark peer).
+npm-deps:
+    [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+
+# The wasm package for browsers (web/pkg) and Node (target/pkg-node), and the page's vendored peer.
+web-build: npm-deps
+    @echo "==> wasm-pack: web and nodejs packages"
+    wasm-pack build wasm --mode no-install --profile wasm-release --target web --out-dir ../web/pkg --no-pack
+    wasm-pack build wasm --mode no-install --profile wasm-release --target nodejs --out-dir ../target/pkg-node --no-pack
+    for module in web/pkg/zaris_wasm_bg.wasm target/pkg-node/zaris_wasm_bg.wasm; do         wasm-opt {{wasm_opt_flags}} "$module" -o "$module";     done
+    @echo "==> vendoring cluster-key-slot as an ES module"
+    mkdir -p web/vendor
+    { echo "// Generated from npm's cluster-key-slot by 'just web-build'. Do not edit."; \
+      echo "const module = { exports: {} };"; \
+      cat node_modules/cluster-key-slot/lib/index.js; \
+      echo "export default module.exports;"; } > web/vendor/cluster-key-slot.js
+    @printf '==> wasm size: %s bytes, %s gzipped\n' "$(wc -c < web/pkg/zaris_wasm_bg.wasm)" "$(gzip -9 -c web/pkg/zaris_wasm_bg.wasm | wc -c)"
+
+# Build and serve the playground on 127.0.0.1:PORT (Ctrl-C stops it).
+play PORT="8080": web-build
+    @echo "==> serving http://127.0.0.1:{{PORT}}/"
+    python3 -m http.server --bind 127.0.0.1 --directory web {{PORT}}

@@ -157,7 +157,9 @@ impl Engine for Portable {
     /// One 128-bit register.
     const SHORT_KEY: usize = 16;
 
-    #[inline(always)]
+    // Plain `inline` for the portable engine: size-optimised builds (wasm)
+    // keep one copy of the table walk instead of one per caller.
+    #[inline]
     fn crc_of_block(self, block: u128, wide: bool) -> u16 {
         if wide {
             step16(0, &block.to_be_bytes())
@@ -166,7 +168,7 @@ impl Engine for Portable {
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn update_blocks(self, mut crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
         let (blocks, _) = bytes.as_chunks::<SLICE>();
         let mut done = 0;
@@ -217,7 +219,10 @@ fn tag_bounds(block: u128) -> Option<(u32, u32)> {
 }
 
 /// Continues a CRC from `crc` over `bytes` with engine `e`.
-#[inline(always)]
+// Forced only where a SIMD engine must inline into its feature-enabled
+// caller; elsewhere size-optimised builds keep one copy.
+#[cfg_attr(target_arch = "x86_64", inline(always))]
+#[cfg_attr(not(target_arch = "x86_64"), inline)]
 pub(crate) fn update_with<E: Engine>(e: E, crc: u16, bytes: &[u8]) -> u16 {
     let (crc, done) = if bytes.len() > SLICE {
         e.update_blocks(crc, bytes, None)
@@ -292,7 +297,10 @@ fn read_be<const N: usize>(bytes: &[u8], at: usize) -> u64 {
 
 /// Continues `crc` over at most 16 bytes in one step: the state enters as an
 /// xor over the first two bytes (see the state convention above).
-#[inline(always)]
+// Forced only where a SIMD engine must inline into its feature-enabled
+// caller; elsewhere size-optimised builds keep one copy.
+#[cfg_attr(target_arch = "x86_64", inline(always))]
+#[cfg_attr(not(target_arch = "x86_64"), inline)]
 pub(crate) fn update_upto16<E: Engine>(e: E, crc: u16, bytes: &[u8]) -> u16 {
     let n = bytes.len();
     if n < 2 {

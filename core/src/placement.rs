@@ -75,7 +75,8 @@ pub(crate) fn slot_with<E: Engine>(e: E, key: &[u8]) -> u16 {
 }
 
 /// CRC of the hashed part of a key longer than 16 bytes, in one pass.
-#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", inline(always))]
+#[cfg_attr(not(target_arch = "x86_64"), inline)]
 pub(crate) fn long_key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
     let (crc, hashed) = e.update_blocks(0, key, Some(b'{'));
     let rest = &key[hashed..];

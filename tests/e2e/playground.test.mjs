@@ -1,0 +1,177 @@
+// The playground in real headless Chromium (Debian's, driven by
+// playwright-core), served from web/ by a static server this test starts on
+// 127.0.0.1 and stops. `just web-build` must have run (`just test` does).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { utf16Units } from './utf16.mjs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { mkdtempSync, mkdirSync, readFile, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const root = new URL('../../', import.meta.url).pathname;
+const web = join(root, 'web');
+const shots = join(root, 'target', 'e2e');
+// The core as Node loads it: the reference for what the page shows.
+const zaris = createRequire(import.meta.url)(join(root, 'target/pkg-node/zaris_wasm.js'));
+const units = utf16Units;
+
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css',
+  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json', '.png': 'image/png',
+};
+
+let server;
+let context;
+let page;
+let base;
+let profile;
+
+before(async () => {
+  server = createServer((req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
+    const file = join(web, path.endsWith('/') ? `${path}index.html` : path);
+    if (!file.startsWith(web)) { res.writeHead(403).end(); return; }
+    readFile(file, (error, body) => {
+      if (error) { res.writeHead(404).end(); return; }
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${server.address().port}/`;
+  profile = mkdtempSync(join(tmpdir(), 'zaris-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1100, height: 900 },
+  });
+  page = context.pages()[0] ?? await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+  page.problems = problems;
+  await page.goto(base);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+});
+
+after(async () => {
+  await context?.close();
+  await new Promise((resolve) => server?.close(resolve));
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function slotOf(key) {
+  await page.fill('#key', key);
+  return page.textContent('#slot');
+}
+
+test('typing a key shows its slot, hashed span and owner', async () => {
+  assert.equal(await slotOf('{user1000}.following'), '3443');
+  assert.equal(await page.textContent('#key-marked mark'), 'user1000');
+  assert.match(await page.textContent('#owner'), /127\.0\.0\.1:7000$/);
+  assert.equal(await slotOf('123456789'), '12739');
+  assert.match(await page.textContent('#owner'), /127\.0\.0\.1:7002$/);
+  await page.fill('#segments', '4');
+  assert.equal(await slotOf('123456789'), '12739');
+  assert.equal(await page.textContent('#segment'), '3 of 4');
+  await page.fill('#segments', '16384');
+});
+
+test('binary keys as hex, and bad hex is an error that goes away', async () => {
+  await page.check('#key-hex');
+  assert.equal(await slotOf('31 32 33 34 35 36 37 38 39'), '12739');
+  await slotOf('zz');
+  assert.match(await page.textContent('#key-error'), /hex keys use only/);
+  assert.equal(await slotOf('7b 61 7d ff'), String(zaris.slotForBytes(new Uint8Array([0x7b, 0x61, 0x7d, 0xff]))));
+  assert.equal(await page.isHidden('#key-error'), true);
+  await page.uncheck('#key-hex');
+});
+
+test('a pasted map routes keys to its nodes', async () => {
+  const nodes = [
+    'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 10.0.0.1:7000@17000 master - 0 0 1 connected 0-8191',
+    'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 10.0.0.2:7000@17000 master - 0 0 2 connected 8192-16383',
+  ].join('\n');
+  await page.fill('#map-text', nodes);
+  await page.click('#map-apply');
+  assert.equal(await page.isHidden('#map-error'), true);
+  assert.equal(await slotOf('123456789'), '12739');
+  assert.match(await page.textContent('#owner'), /^#1 bbbbbbbb 10\.0\.0\.2:7000$/);
+  assert.equal(await page.locator('#nodes tbody tr').count(), 2);
+
+  await page.fill('#map-text', '{"nodes":[{"id":"solo","addr":"10.9.9.9:6379"}],"slots":[{"from":0,"to":16383,"node":"solo"}]}');
+  await page.click('#map-apply');
+  assert.match(await page.textContent('#owner'), /10\.9\.9\.9:6379$/);
+});
+
+test('garbage is an error naming the line, and the page keeps working', async () => {
+  await page.fill('#map-text', 'this is not a cluster');
+  await page.click('#map-apply');
+  assert.equal(await page.textContent('#map-error'), 'line 1: expected at least 8 fields, found 5');
+  await page.fill('#map-text', '{\n  "nodes": [ }');
+  await page.click('#map-apply');
+  assert.match(await page.textContent('#map-error'), /^line 2: not JSON/);
+  // The last good map is still routing.
+  assert.equal(await slotOf('{user1000}.following'), '3443');
+  assert.match(await page.textContent('#owner'), /10\.9\.9\.9:6379$/);
+  await page.click('#map-demo');
+  assert.equal(await page.isHidden('#map-error'), true);
+  assert.match(await page.textContent('#owner'), /127\.0\.0\.1:7000$/);
+});
+
+test('many keys: per-node bars, hot slots and shared tags', async () => {
+  await page.click('#keys-sample');
+  const analysis = await page.textContent('#analysis');
+  assert.match(analysis, /^\s*10000 keys\./);
+  assert.equal(await page.locator('#analysis .bars').first().locator('.bar-row').count(), 6);
+  assert.match(analysis, /keys, one slot/);
+});
+
+test('the churn simulator shows what the client does', async () => {
+  await page.fill('#churn-script', 'Moved, Migrating, Ok');
+  await page.click('#churn-run');
+  const steps = await page.locator('#churn-timeline li').allTextContents();
+  assert.deepEqual(steps, [
+    't=1 ms · attempt 1: Moved',
+    't=1 ms · refresh the cluster map',
+    't=1 ms · wait 100 ms',
+    't=102 ms · attempt 2: Migrating',
+    't=102 ms · wait 1600 ms',
+    't=1703 ms · attempt 3: Ok',
+  ]);
+  assert.equal(await page.textContent('#churn-result'),
+    't=1703 ms · returned to the caller: Ok after 3 attempts, 1 map refreshes');
+  await page.fill('#churn-script', 'Moved, Bogus');
+  await page.click('#churn-run');
+  assert.match(await page.textContent('#churn-error'), /unknown outcome 'Bogus'/);
+});
+
+test('the benchmark compares with cluster-key-slot and lists every disagreement', async () => {
+  await page.click('#bench-run');
+  await page.waitForSelector('#bench-differ', { timeout: 120_000 });
+  assert.ok(Number(await page.textContent('#bench-zaris')) > 0);
+  assert.ok(Number(await page.textContent('#bench-peer')) > 0);
+  const differ = Number(await page.textContent('#bench-differ'));
+  assert.ok(differ > 0, 'the sample includes the tag forms the package gets wrong');
+  for (const item of await page.locator('ul.differ li').allTextContents()) {
+    const [, key, ours, theirs] = item.match(/^(".*"):\s+Zaris (\d+), cluster-key-slot (\d+)$/s);
+    // What the page calls Zaris is the core's answer, and the peer differs.
+    assert.equal(Number(ours), zaris.slotForUtf16(units(JSON.parse(key))), item);
+    assert.notEqual(ours, theirs);
+  }
+});
+
+test('phone width: nothing overflows sideways; a screenshot for the record', async () => {
+  mkdirSync(shots, { recursive: true });
+  await page.fill('#key', '{user1000}.following');
+  await page.screenshot({ path: join(shots, 'playground.png'), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `${overflow}px of horizontal overflow`);
+  await page.screenshot({ path: join(shots, 'playground-phone.png') });
+  assert.deepEqual(page.problems, []);
+});

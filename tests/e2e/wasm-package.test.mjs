@@ -1,0 +1,65 @@
+// The wasm build as Node loads it (wasm-pack --target nodejs) and as the
+// browser gets it (web/pkg): what it computes, what it imports, its size.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { utf16Units } from './utf16.mjs';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+
+const root = new URL('../../', import.meta.url);
+const zaris = createRequire(import.meta.url)(new URL('target/pkg-node/zaris_wasm.js', root).pathname);
+/** The issue's budget for the optimized module, gzipped. */
+const GZIP_BUDGET = 40 * 1024;
+
+const units = utf16Units;
+
+test('slots from the nodejs package', () => {
+  assert.equal(zaris.slotForUtf16(units('{user1000}.following')), 3443);
+  assert.equal(zaris.slotForUtf16(units('123456789')), 12739);
+  assert.equal(zaris.slotForBytes(new TextEncoder().encode('123456789')), 12739);
+  const utf8 = (s) => new TextEncoder().encode(s);
+  assert.deepEqual([...zaris.slotsForUtf8Lines(utf8('123456789\n{user1000}.x\n'))], [12739, 3443]);
+  assert.deepEqual([...zaris.slotsForUtf8Lines(new Uint8Array([0xff, 0x0a, 0x7b]))],
+    [zaris.slotForBytes(new Uint8Array([0xff])), zaris.slotForBytes(new Uint8Array([0x7b]))]);
+  assert.deepEqual([...zaris.hashTagSpanUtf16(units('a{b}c'))], [2, 3]);
+  assert.equal(zaris.hashTagSpanUtf16(units('foo{}{bar}')), undefined);
+});
+
+test('astral characters and lone surrogates: both string paths agree', () => {
+  const emoji = '😀κλειδί\uD83D';
+  const bytes = new TextEncoder().encode(emoji);
+  assert.equal(zaris.slotForUtf16(units(emoji)), zaris.slotForBytes(bytes));
+  assert.deepEqual([...zaris.slotsForUtf8Lines(bytes)], [zaris.slotForBytes(bytes)]);
+});
+
+test('a lone surrogate hashes as U+FFFD on both string paths', () => {
+  const lone = 'a\uD800b';
+  const replaced = 'a\uFFFDb';
+  assert.equal(zaris.slotForUtf16(units(lone)), zaris.slotForUtf16(units(replaced)));
+  assert.deepEqual([...zaris.slotsForUtf16Lines(units(lone))], [...zaris.slotsForUtf8Lines(new TextEncoder().encode(lone))]);
+});
+
+test('cluster maps and the retry brain from Node', () => {
+  const map = zaris.ClusterMap.fromClusterNodes(zaris.ClusterMap.demoClusterNodes());
+  assert.equal(map.nodeCount(), 6);
+  assert.equal(map.ownerOfSlot(12739), 2);
+  assert.throws(() => zaris.ClusterMap.fromClusterNodes('garbage'), /line 1: expected at least 8 fields/);
+  const events = JSON.parse(zaris.simulateRetries('Moved', 3, 100, 60000, 1));
+  const end = events.at(-1);
+  assert.deepEqual([end.attempts, end.refreshes, end.last], [3, 2, 'Moved']);
+});
+
+test('the module imports nothing from env', () => {
+  for (const file of ['target/pkg-node/zaris_wasm_bg.wasm', 'web/pkg/zaris_wasm_bg.wasm']) {
+    const module = new WebAssembly.Module(readFileSync(new URL(file, root)));
+    const modules = new Set(WebAssembly.Module.imports(module).map((i) => i.module));
+    assert.ok(!modules.has('env'), `${file} imports from env: ${[...modules]}`);
+  }
+});
+
+test(`the optimized module is at most ${GZIP_BUDGET} bytes gzipped`, () => {
+  const bytes = readFileSync(new URL('web/pkg/zaris_wasm_bg.wasm', root));
+  const gzipped = gzipSync(bytes, { level: 9 }).length;
+  assert.ok(gzipped <= GZIP_BUDGET, `${gzipped} bytes gzipped`);
+});

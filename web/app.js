@@ -1,0 +1,338 @@
+// The playground's page logic. Every slot, tag span, segment, route and
+// retry decision comes from the Zaris core (wasm); this file only moves text
+// in and draws what comes back.
+import init, * as zaris from './pkg/zaris_wasm.js';
+import clusterKeySlot from './vendor/cluster-key-slot.js';
+
+const $ = (id) => document.getElementById(id);
+const utf8 = new TextEncoder();
+const BENCH_KEYS = 100_000;
+const BENCH_RUNS = 3;
+const SAMPLE_KEYS = 10_000;
+/** Busiest node above this multiple of the mean share is flagged as skew. */
+const SKEW_RATIO = 1.25;
+
+let map = null;
+let nodes = [];
+let wasm = null;
+
+let batch = null;
+
+/** Slots of newline-separated keys: the text is encoded straight into a
+ * reused buffer in wasm memory (one native pass), then hashed in one call. */
+function slotsOfText(text) {
+  const need = text.length * 3; // UTF-8 never needs more per UTF-16 unit
+  if (!batch || batch.capacity() < need) {
+    batch?.free();
+    batch = new zaris.KeyBatch(need);
+  }
+  const view = new Uint8Array(wasm.memory.buffer, batch.ptr(), need);
+  return batch.slots(utf8.encodeInto(text, view).written);
+}
+
+/** A JS string as its UTF-16 code units, for the core's UTF-16 path. */
+function toUnits(text) {
+  const units = new Uint16Array(text.length);
+  for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
+  return units;
+}
+
+function parseHex(text) {
+  const digits = text.replace(/\s+/g, '');
+  if (!/^[0-9a-fA-F]*$/.test(digits)) throw new Error('hex keys use only 0-9 and a-f');
+  if (digits.length % 2) throw new Error('hex keys need an even number of digits');
+  return Uint8Array.from(digits.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+}
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function showError(id, error) {
+  const el = $(id);
+  el.hidden = !error;
+  el.textContent = error ? String(error.message ?? error) : '';
+}
+
+function lines(text) {
+  const all = text.split(/\r?\n/);
+  if (all.length && all[all.length - 1] === '') all.pop();
+  return all;
+}
+
+function ownerText(slot) {
+  const owner = map.ownerOfSlot(slot);
+  if (owner < 0) return 'no node serves this slot';
+  const node = nodes[owner];
+  return `#${owner} ${node.id.slice(0, 8)} ${node.addr}`;
+}
+
+// ---- one key ---------------------------------------------------------------
+
+function updateKey() {
+  const raw = $('key').value;
+  const segments = Number($('segments').value) || 1;
+  let slot;
+  let marked;
+  let hashed;
+  try {
+    if ($('key-hex').checked) {
+      const bytes = parseHex(raw);
+      slot = zaris.slotForBytes(bytes);
+      const span = zaris.hashTagSpanBytes(bytes);
+      const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0'));
+      marked = span
+        ? `${hex.slice(0, span[0]).join(' ')} <mark>${hex.slice(span[0], span[1]).join(' ')}</mark> ${hex.slice(span[1]).join(' ')}`
+        : `<mark>${hex.join(' ')}</mark>`;
+      hashed = span ? `bytes ${span[0]}..${span[1]} (hash tag)` : `all ${bytes.length} bytes`;
+    } else {
+      const units = toUnits(raw);
+      slot = zaris.slotForUtf16(units);
+      const span = zaris.hashTagSpanUtf16(units);
+      marked = span
+        ? `${escapeHtml(raw.slice(0, span[0]))}<mark>${escapeHtml(raw.slice(span[0], span[1]))}</mark>${escapeHtml(raw.slice(span[1]))}`
+        : `<mark>${escapeHtml(raw)}</mark>`;
+      hashed = span ? `“${raw.slice(span[0], span[1])}” (hash tag)` : 'the whole key';
+    }
+    showError('key-error', null);
+  } catch (error) {
+    showError('key-error', error);
+    for (const id of ['slot', 'segment', 'hashed', 'owner']) $(id).textContent = '–';
+    $('key-marked').textContent = '';
+    return;
+  }
+  $('key-marked').innerHTML = marked || '<em>(empty key)</em>';
+  $('slot').textContent = String(slot);
+  $('segment').textContent = `${zaris.segmentForSlot(slot, segments)} of ${Math.min(Math.max(segments, 1), 16384)}`;
+  $('hashed').textContent = hashed;
+  $('owner').textContent = ownerText(slot);
+}
+
+// ---- the map ---------------------------------------------------------------
+
+function applyMap(text) {
+  const trimmed = text.trim();
+  const next = trimmed.startsWith('{') ? zaris.ClusterMap.fromJson(text) : zaris.ClusterMap.fromClusterNodes(text);
+  map?.free();
+  map = next;
+  nodes = JSON.parse(map.nodesJson());
+  const body = $('nodes').querySelector('tbody');
+  body.replaceChildren(...nodes.map((node, i) => {
+    const row = document.createElement('tr');
+    const role = node.replica_of ? `replica of ${node.replica_of.slice(0, 8)}` : 'master';
+    const ranges = node.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
+    for (const cell of [`#${i}`, node.id.slice(0, 12), node.addr, role + (node.failing ? ' (failing)' : ''),
+      node.slots ? `${node.slots} (${ranges})` : '0']) {
+      const td = document.createElement('td');
+      td.textContent = cell;
+      row.append(td);
+    }
+    return row;
+  }));
+  updateKey();
+}
+
+function useMapFromText() {
+  try {
+    applyMap($('map-text').value);
+    showError('map-error', null);
+  } catch (error) {
+    // The previous map stays in force: a bad paste never breaks routing.
+    showError('map-error', error);
+  }
+}
+
+function useDemoMap() {
+  $('map-text').value = zaris.ClusterMap.demoClusterNodes();
+  useMapFromText();
+}
+
+// ---- many keys ---------------------------------------------------------------
+
+/** Deterministic pseudo-random numbers (xorshift32), so runs compare. */
+function rng(seed) {
+  let x = seed >>> 0 || 1;
+  return (n) => {
+    x ^= x << 13; x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5; x >>>= 0;
+    return x % n;
+  };
+}
+
+const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_-.';
+const WORDS = ['κλειδί', 'ключ', '键', 'clé', '😀', 'naïve', 'straße', 'ÆØÅ'];
+
+/** Mixed keys: ASCII, UTF-8, hash-tagged, 4 to 256 characters, a few edge forms. */
+function sampleKeys(count, seed) {
+  const next = rng(seed);
+  const ascii = (len) => Array.from({ length: len }, () => ALNUM[next(ALNUM.length)]).join('');
+  const keys = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const len = 4 + next(253);
+    // One key in 64 is an edge form; the rest split between ASCII, UTF-8
+    // and hash-tagged keys.
+    switch (i % 64 === 63 ? 7 : i % 7) {
+      case 0: case 1: case 2: keys[i] = ascii(len); break;
+      case 3: case 4: {
+        let key = '';
+        while (key.length < len) key += WORDS[next(WORDS.length)] + ascii(1 + next(6));
+        keys[i] = key.slice(0, len);
+        break;
+      }
+      case 5: case 6: keys[i] = `{user${next(5000)}}:${ascii(Math.max(1, len - 12))}`; break;
+      default: // edge forms where hash-tag readers disagree
+        keys[i] = [`foo{}{bar${next(99)}}`, `{}{x${next(99)}}`, `k{${next(99)}`, `a\uD800b${next(99)}`][next(4)];
+    }
+  }
+  return keys;
+}
+
+function bars(title, entries, total) {
+  const max = Math.max(1, ...entries.map(([, n]) => n));
+  const rows = entries.map(([label, n]) => `
+    <div class="bar-row"><span class="bar-label">${escapeHtml(label)}</span>
+      <span class="bar" style="width:${(100 * n) / max}%"></span>
+      <span class="bar-value">${n} (${((100 * n) / Math.max(total, 1)).toFixed(1)}%)</span></div>`);
+  return `<h3>${escapeHtml(title)}</h3><div class="bars">${rows.join('')}</div>`;
+}
+
+function analyze() {
+  const text = $('keys').value;
+  const keys = lines(text);
+  const slots = slotsOfText(text);
+  const owners = map.ownersOfSlots(slots);
+  const perNode = new Array(nodes.length).fill(0);
+  let unserved = 0;
+  for (const owner of owners) owner < 0 ? unserved++ : perNode[owner]++;
+
+  const segments = Math.min(Math.max(Number($('segments').value) || 1, 1), 16384);
+  const segs = zaris.segmentsForSlots(slots, segments);
+  const perSegment = new Map();
+  for (const s of segs) perSegment.set(s, (perSegment.get(s) ?? 0) + 1);
+  const perSlot = new Map();
+  for (const s of slots) perSlot.set(s, (perSlot.get(s) ?? 0) + 1);
+  const tags = new Map();
+  for (const key of keys) {
+    const span = zaris.hashTagSpanUtf16(toUnits(key));
+    if (span) {
+      const tag = key.slice(span[0], span[1]);
+      tags.set(tag, (tags.get(tag) ?? 0) + 1);
+    }
+  }
+
+  const masters = perNode.map((n, i) => [i, n]).filter(([i]) => nodes[i].slots > 0);
+  const mean = keys.length / Math.max(masters.length, 1);
+  const [busiest, busiestCount] = masters.reduce((a, b) => (b[1] > a[1] ? b : a), [0, 0]);
+  const skewed = keys.length > 0 && busiestCount > SKEW_RATIO * mean;
+  const top = (entries, n) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, n);
+
+  $('analysis').innerHTML = `
+    <p>${keys.length} keys.
+      ${skewed
+    ? `<strong class="warn">Skewed:</strong> node #${busiest} holds ${busiestCount} keys, ${(busiestCount / mean).toFixed(2)}× its fair share.`
+    : 'Balanced across the masters.'}
+      ${unserved ? `<strong class="warn">${unserved} keys land on slots no node serves.</strong>` : ''}</p>
+    ${bars('Keys per node', perNode.map((n, i) => [`#${i} ${nodes[i].addr}`, n]), keys.length)}
+    ${bars(`Busiest segments (of ${segments})`, top(perSegment, 12).map(([s, n]) => [`segment ${s}`, n]), keys.length)}
+    ${bars('Hottest slots', top(perSlot, 10).map(([s, n]) => [`slot ${s}`, n]), keys.length)}
+    <h3>Keys sharing a hash tag</h3>
+    <ul class="tags">${top([...tags].filter(([, n]) => n > 1), 10)
+    .map(([tag, n]) => `<li><code>{${escapeHtml(tag)}}</code>: ${n} keys, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
+}
+
+// ---- churn simulator ---------------------------------------------------------
+
+function simulate() {
+  const timeout = Number($('churn-timeout').value);
+  let events;
+  try {
+    events = JSON.parse(zaris.simulateRetries(
+      $('churn-script').value,
+      Number($('churn-attempts').value) || 1,
+      Number($('churn-backoff').value) || 0,
+      timeout > 0 ? timeout : undefined,
+      Number($('churn-rtt').value) || 0,
+    ));
+    showError('churn-error', null);
+  } catch (error) {
+    showError('churn-error', error);
+    return;
+  }
+  const describe = {
+    attempt: (e) => `attempt ${e.attempt}: ${e.outcome}`,
+    refresh: () => 'refresh the cluster map',
+    ask: () => 'follow the ASK redirect at once (ASKING, same command)',
+    wait: (e) => `wait ${e.ms} ms`,
+    end: (e) => `${e.result}: ${e.last} after ${e.attempts} attempts, ${e.refreshes} map refreshes`,
+  };
+  $('churn-timeline').replaceChildren(...events.filter((e) => e.event !== 'end').map((e) => {
+    const li = document.createElement('li');
+    li.className = e.event;
+    li.textContent = `t=${e.at_ms} ms · ${describe[e.event](e)}`;
+    return li;
+  }));
+  const end = events[events.length - 1];
+  $('churn-result').textContent = `t=${end.at_ms} ms · ${describe.end(end)}`;
+}
+
+// ---- benchmark ---------------------------------------------------------------
+
+function benchmark() {
+  const keys = sampleKeys(BENCH_KEYS, 7);
+  const text = keys.join('\n');
+  const time = (f) => {
+    let best = Infinity;
+    let out;
+    for (let run = 0; run < BENCH_RUNS; run++) {
+      const t0 = performance.now();
+      out = f();
+      best = Math.min(best, performance.now() - t0);
+    }
+    return [best, out];
+  };
+  const peerSlots = (list) => {
+    const out = new Uint16Array(list.length);
+    for (let i = 0; i < list.length; i++) out[i] = clusterKeySlot(list[i]);
+    return out;
+  };
+  // Text in (what the page holds): one batch call against a call per key.
+  const [ours, slots] = time(() => slotsOfText(text));
+  const [theirs, peer] = time(() => peerSlots(text.split('\n')));
+  // An array of strings in: the batch pays for joining them first.
+  const [oursArray] = time(() => slotsOfText(keys.join('\n')));
+  const [theirsArray] = time(() => peerSlots(keys));
+  const differ = [];
+  for (let i = 0; i < keys.length; i++) if (slots[i] !== peer[i]) differ.push(i);
+  const shown = differ.slice(0, 20).map((i) => `<li><code>${escapeHtml(JSON.stringify(keys[i]))}</code>:
+    Zaris ${slots[i]}, cluster-key-slot ${peer[i]}</li>`).join('');
+  $('bench-out').innerHTML = `
+    <p><strong>Newline-separated text in</strong>: Zaris <span id="bench-zaris">${ours.toFixed(2)}</span> ms ·
+       cluster-key-slot <span id="bench-peer">${theirs.toFixed(2)}</span> ms ·
+       Zaris is <span id="bench-ratio">${(theirs / ours).toFixed(1)}</span>× faster.</p>
+    <p><strong>Array of strings in</strong> (Zaris joins them first): Zaris ${oursArray.toFixed(2)} ms ·
+       cluster-key-slot ${theirsArray.toFixed(2)} ms · ${(theirsArray / oursArray).toFixed(1)}×.</p>
+    <p class="hint">Best of ${BENCH_RUNS} runs, ${keys.length.toLocaleString('en')} keys, ${(text.length / 1e6).toFixed(1)} M characters.</p>
+    <p><span id="bench-differ">${differ.length}</span> keys differ${differ.length ? ' (the first 20)' : ''}:</p>
+    <ul class="differ">${shown}</ul>`;
+}
+
+// ---- start -----------------------------------------------------------------
+
+wasm = await init();
+$('key').addEventListener('input', updateKey);
+$('key-hex').addEventListener('change', updateKey);
+$('segments').addEventListener('input', updateKey);
+$('map-apply').addEventListener('click', useMapFromText);
+$('map-demo').addEventListener('click', useDemoMap);
+$('keys-sample').addEventListener('click', () => {
+  $('keys').value = sampleKeys(SAMPLE_KEYS, 42).join('\n');
+  analyze();
+});
+$('keys-analyze').addEventListener('click', analyze);
+$('churn-run').addEventListener('click', simulate);
+$('bench-run').addEventListener('click', benchmark);
+useDemoMap();
+simulate();
+$('status').textContent = 'Core loaded. Routing with the demo map.';
+document.body.dataset.ready = 'true';
