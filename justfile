@@ -45,7 +45,10 @@ lint:
     done
     cargo clippy -p zaris-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 
-# The core's criterion benches vs the crc16 crate and redis-protocol (args go to criterion).
+# The benchmarks: the core's criterion benches vs the crc16 crate and redis-protocol.
+bench *ARGS: (bench-core ARGS)
+
+# The core's criterion benches alone (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
     cargo bench -p zaris-core --bench slot -- {{ARGS}}
 

@@ -133,6 +133,11 @@ pub(crate) trait Engine: Copy {
     /// block); the caller finishes with [`update_with`].
     fn update_blocks(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize);
 
+    /// The CRC from state 0 of `bytes`, braces or not (a hash tag's bytes).
+    fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
+        update_with(self, 0, bytes)
+    }
+
     /// The CRC of the hashed part of a key of at most `SHORT_KEY` bytes.
     fn short_key_crc(self, key: &[u8]) -> u16;
 

@@ -74,6 +74,10 @@ pub(crate) fn slot_with<E: Engine>(e: E, key: &[u8]) -> u16 {
     crc & SLOT_MASK
 }
 
+/// Tags up to this long (after a `{` found in a long key) are found by a
+/// direct scan before any hashing; longer ones by the single-pass path.
+const SHORT_TAG: usize = 32;
+
 /// CRC of the hashed part of a key longer than 16 bytes, in one pass.
 #[cfg_attr(target_arch = "x86_64", inline(always))]
 #[cfg_attr(not(target_arch = "x86_64"), inline)]
@@ -83,8 +87,15 @@ pub(crate) fn long_key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
     let Some(open) = find_byte(rest, b'{') else {
         return update_with(e, crc, rest);
     };
-    let through_open = update_with(e, crc, &rest[..=open]);
     let after = &rest[open + 1..];
+    // The usual shape, a short tag (`{user1000}`), is found by a direct scan
+    // and hashed at once.
+    match find_byte(&after[..after.len().min(SHORT_TAG)], b'}') {
+        Some(0) => return update_with(e, crc, rest),
+        Some(close) => return e.crc_of_bytes(&after[..close]),
+        None => {}
+    }
+    let through_open = update_with(e, crc, &rest[..=open]);
     // Hash what follows the '{' from a fresh state, betting on a tag.
     let (tag_crc, hashed) = e.update_blocks(0, after, Some(b'}'));
     let tail = &after[hashed..];

@@ -183,34 +183,35 @@ mod tests {
 
     #[test]
     fn redirects() {
-        assert_eq!(
-            parse_error_reply(b"-MOVED 3999 127.0.0.1:6381\r\n"),
-            Ok(moved(3999, "127.0.0.1", 6381))
-        );
-        assert_eq!(
-            parse_error_reply(b"MOVED 0 [::1]:7000"),
-            Ok(moved(0, "::1", 7000))
-        );
-        assert_eq!(
-            parse_error_reply(b"MOVED 16383 ::1:7000"),
-            Ok(moved(16383, "::1", 7000))
-        );
-        assert_eq!(
-            parse_error_reply(b"MOVED 12 redis-0.svc.local:6379"),
-            Ok(moved(12, "redis-0.svc.local", 6379))
-        );
-        assert_eq!(
-            parse_error_reply(b"MOVED 12 :6379"),
-            Ok(moved(12, "", 6379))
-        );
-        assert_eq!(
-            parse_error_reply(b"-ASK 42 10.0.0.1:7002"),
-            Ok(ErrorReply::Ask(Redirect {
-                slot: 42,
-                host: "10.0.0.1",
-                port: 7002
-            }))
-        );
+        let cases: &[(&[u8], ErrorReply<'_>)] = &[
+            (
+                b"-MOVED 3999 127.0.0.1:6381\r\n",
+                moved(3999, "127.0.0.1", 6381),
+            ),
+            (b"MOVED 0 [::1]:7000", moved(0, "::1", 7000)),
+            (b"MOVED 16383 ::1:7000", moved(16383, "::1", 7000)),
+            (
+                b"MOVED 12 redis-0.svc.local:6379",
+                moved(12, "redis-0.svc.local", 6379),
+            ),
+            (b"MOVED 12 :6379", moved(12, "", 6379)),
+            (
+                b"-ASK 42 10.0.0.1:7002",
+                ErrorReply::Ask(Redirect {
+                    slot: 42,
+                    host: "10.0.0.1",
+                    port: 7002,
+                }),
+            ),
+        ];
+        for (reply, want) in cases {
+            assert_eq!(
+                parse_error_reply(reply),
+                Ok(*want),
+                "{:?}",
+                reply.escape_ascii()
+            );
+        }
     }
 
     #[test]

@@ -110,7 +110,7 @@ mod imp {
 
     /// From this many bytes four lanes beat one: their merge costs three
     /// extra multiplies, but one lane's folds are a serial chain.
-    const FOUR_LANES_MIN: usize = 64;
+    const FOUR_LANES_MIN: usize = 128;
 
     /// From this many bytes the 512-bit path wins; below it, entering it
     /// costs more than it saves (measured: `crc16-paths` in the slot bench).
@@ -223,6 +223,16 @@ mod imp {
             }
             // SAFETY: as above; and `fold` gets the 16 bytes it needs.
             unsafe { fold(self, crc, bytes, stop) }
+        }
+
+        #[inline(always)]
+        fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
+            if bytes.len() <= Self::SHORT_KEY {
+                // SAFETY: as above.
+                unsafe { plain_crc(bytes) }
+            } else {
+                update_with(self, 0, bytes)
+            }
         }
 
         #[inline(always)]
