@@ -304,8 +304,8 @@ mod imp {
         t
     };
 
-    /// The 16 bytes of `bytes` at `at` (zeros past the end, which callers
-    /// never ask for).
+    /// The 16 bytes of `bytes` at `at`: message blocks, and windows into the
+    /// shuffle tables (zeros past the end, which callers never ask for).
     #[target_feature(enable = "sse2")]
     #[inline]
     fn load16(bytes: &[u8], at: usize) -> __m128i {
@@ -327,16 +327,11 @@ mod imp {
         _mm_movemask_epi8(hits) != 0
     }
 
-    /// 16 bytes of a table from `at` (clamped into the table).
+    /// 16 bytes of a 32-byte table from `at` (clamped into the table).
     #[target_feature(enable = "sse2")]
     #[inline]
     fn window(table: &[u8; 32], at: usize) -> __m128i {
-        let w: &[u8; 16] = match table.get(at.min(16)..).and_then(|t| t.first_chunk()) {
-            Some(w) => w,
-            None => &[0; 16],
-        };
-        // SAFETY: `w` is 16 readable bytes; unaligned loads are allowed.
-        unsafe { _mm_loadu_si128(w.as_ptr().cast::<__m128i>()) }
+        load16(table, at.min(16))
     }
 
     /// A key of at most 16 bytes as a zero-padded block, without leaving
@@ -353,20 +348,13 @@ mod imp {
                 None => _mm_setzero_si128(),
             };
             let v = _mm_unpacklo_epi64(load8(key.first_chunk()), load8(key.last_chunk()));
-            _mm_shuffle_epi8(v, window16(&LOAD8[n]))
+            _mm_shuffle_epi8(v, load16(&LOAD8[n], 0))
         } else if n >= 4 {
             let v = half(key.last_chunk()) << 32 | half(key.first_chunk());
-            _mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), window16(&LOAD4[n]))
+            _mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), load16(&LOAD4[n], 0))
         } else {
             _mm_cvtsi64_si128(crate::crc16::load_padded(key) as i64)
         }
-    }
-
-    #[target_feature(enable = "sse2")]
-    #[inline]
-    fn window16(t: &[u8; 16]) -> __m128i {
-        // SAFETY: `t` is 16 readable bytes; unaligned loads are allowed.
-        unsafe { _mm_loadu_si128(t.as_ptr().cast::<__m128i>()) }
     }
 
     /// The short-key slot CRC (at most 32 bytes), all in vector registers:

@@ -217,14 +217,15 @@ mod tests {
         events.last().unwrap()
     }
 
+    /// The timeline of `script` under the default policy, each attempt
+    /// taking `rtt_ms`.
+    fn run(script: &str, rtt_ms: u64) -> Vec<Event> {
+        simulate(script, RetryPolicy::DEFAULT, Duration::from_millis(rtt_ms)).unwrap()
+    }
+
     #[test]
     fn moved_then_migrating_then_ok() {
-        let events = simulate(
-            "Moved, Migrating, Ok",
-            RetryPolicy::DEFAULT,
-            Duration::from_millis(1),
-        )
-        .unwrap();
+        let events = run("Moved, Migrating, Ok", 1);
         let kinds: Vec<String> = events
             .iter()
             .map(|e| format!("{e:?}").split(' ').next().unwrap().to_owned())
@@ -255,7 +256,7 @@ mod tests {
 
     #[test]
     fn endless_moved_is_bounded() {
-        let events = simulate("moved", RetryPolicy::DEFAULT, Duration::from_millis(1)).unwrap();
+        let events = run("moved", 1);
         let Event::End {
             attempts,
             refreshes,
@@ -271,12 +272,7 @@ mod tests {
 
     #[test]
     fn timeline_json_parses() {
-        let events = simulate(
-            "Ask, Moved, Ok",
-            RetryPolicy::DEFAULT,
-            Duration::from_millis(2),
-        )
-        .unwrap();
+        let events = run("Ask, Moved, Ok", 2);
         let json: serde_json::Value = serde_json::from_str(&timeline_json(&events)).unwrap();
         let kinds: Vec<&str> = json
             .as_array()
