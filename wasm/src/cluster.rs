@@ -155,9 +155,8 @@ impl ClusterMap {
     /// A missing or mistyped field (named by its path), an unknown node, a
     /// bad range, a slot twice.
     fn from_json_value(value: &JsValue) -> Result<Self, MapError> {
-        let field = js_field;
         let array = |obj: &JsValue, name: &str| {
-            field(obj, name)
+            js_field(obj, name)
                 .filter(is_array)
                 .map(|v| js_items(&v))
                 .ok_or_else(|| err(0, format!("\"{name}\" must be an array")))
@@ -168,11 +167,11 @@ impl ClusterMap {
         };
         let mut nodes = Vec::new();
         for (i, node) in array(value, "nodes")?.into_iter().enumerate() {
-            let get = |name: &str| field(&node, name).unwrap_or(JsValue::UNDEFINED);
+            let get = |name: &str| js_field(&node, name).unwrap_or(JsValue::UNDEFINED);
             nodes.push(Node {
                 id: text(&get("id"), format!("nodes[{i}].id"))?,
                 addr: text(&get("addr"), format!("nodes[{i}].addr"))?,
-                replica_of: match field(&node, "replicaOf") {
+                replica_of: match js_field(&node, "replicaOf") {
                     Some(master) => Some(text(&master, format!("nodes[{i}].replicaOf"))?),
                     None => None,
                 },
@@ -185,7 +184,7 @@ impl ClusterMap {
         let mut ranges = Vec::new();
         for (i, range) in array(value, "slots")?.into_iter().enumerate() {
             let slot = |name: &str| {
-                field(&range, name)
+                js_field(&range, name)
                     .and_then(|v| v.as_f64())
                     .filter(|f| f.fract() == 0.0 && (0.0..f64::from(SLOT_COUNT)).contains(f))
                     .map(|f| f as u16)
@@ -198,7 +197,7 @@ impl ClusterMap {
             };
             let (from, to) = (slot("from")?, slot("to")?);
             let node = text(
-                &field(&range, "node").unwrap_or(JsValue::UNDEFINED),
+                &js_field(&range, "node").unwrap_or(JsValue::UNDEFINED),
                 format!("slots[{i}].node"),
             )?;
             let owner = nodes
@@ -269,8 +268,9 @@ impl ClusterMap {
         Self::parse_cluster_nodes(text).map_err(|e| JsError::new(&e.to_string()))
     }
 
-    /// Parses the JSON map format with the host's own `JSON.parse` (whose
-    /// syntax errors give the line and column), then checks its fields.
+    /// Parses the JSON map format with the host's own `JSON.parse`, then
+    /// checks its fields. A syntax error is located (line and column) by
+    /// serde_json, since the host's message says what but not where.
     ///
     /// # Errors
     /// Bad JSON, or as [`ClusterMap::from_json_value`].

@@ -18,7 +18,7 @@ pub enum Event {
     Attempt {
         at_ms: u64,
         attempt: u32,
-        outcome: String,
+        outcome: &'static str,
     },
     /// The client refreshes the cluster map before retrying.
     Refresh { at_ms: u64 },
@@ -30,44 +30,62 @@ pub enum Event {
     End {
         at_ms: u64,
         result: String,
-        last: String,
+        last: &'static str,
         attempts: u32,
         refreshes: u32,
     },
 }
+
+/// The outcomes that are not statuses, by name (statuses use
+/// `KvStatus::name`). One table serves reading and printing; the first
+/// name of an outcome is the one printed.
+const NAMED_OUTCOMES: [(&str, Outcome); 9] = [
+    ("Ask", Outcome::Ask),
+    (
+        "ConnectionRefused",
+        Outcome::Transport(TransportFailure::ConnectionRefused),
+    ),
+    (
+        "ConnectionReset",
+        Outcome::Transport(TransportFailure::ConnectionReset),
+    ),
+    ("TimedOut", Outcome::Transport(TransportFailure::TimedOut)),
+    (
+        "NoOwnerMapped",
+        Outcome::Transport(TransportFailure::NoOwnerMapped),
+    ),
+    (
+        "NodeUnavailable",
+        Outcome::Transport(TransportFailure::NodeUnavailable),
+    ),
+    (
+        "MapMidUpdate",
+        Outcome::Transport(TransportFailure::MapMidUpdate),
+    ),
+    ("Error", Outcome::Transport(TransportFailure::Other)),
+    ("Other", Outcome::Transport(TransportFailure::Other)),
+];
 
 /// Reads one outcome name (case-insensitive).
 fn outcome(name: &str) -> Option<Outcome> {
     let status = KvStatus::ALL
         .into_iter()
         .find(|s| s.name().eq_ignore_ascii_case(name));
-    if let Some(status) = status {
-        return Some(Outcome::Status(status));
-    }
-    let transport = match name.to_ascii_lowercase().as_str() {
-        "ask" => return Some(Outcome::Ask),
-        "connectionrefused" => TransportFailure::ConnectionRefused,
-        "connectionreset" => TransportFailure::ConnectionReset,
-        "timedout" => TransportFailure::TimedOut,
-        "noownermapped" => TransportFailure::NoOwnerMapped,
-        "nodeunavailable" => TransportFailure::NodeUnavailable,
-        "error" | "other" => TransportFailure::Other,
-        _ => return None,
-    };
-    Some(Outcome::Transport(transport))
+    status.map(Outcome::Status).or_else(|| {
+        NAMED_OUTCOMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|&(_, o)| o)
+    })
 }
 
 fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Status(s) => s.name(),
-        Outcome::Ask => "Ask",
-        Outcome::Transport(TransportFailure::ConnectionRefused) => "ConnectionRefused",
-        Outcome::Transport(TransportFailure::ConnectionReset) => "ConnectionReset",
-        Outcome::Transport(TransportFailure::TimedOut) => "TimedOut",
-        Outcome::Transport(TransportFailure::NoOwnerMapped) => "NoOwnerMapped",
-        Outcome::Transport(TransportFailure::NodeUnavailable) => "NodeUnavailable",
-        Outcome::Transport(TransportFailure::MapMidUpdate) => "MapMidUpdate",
-        Outcome::Transport(_) => "Error",
+        other => NAMED_OUTCOMES
+            .iter()
+            .find(|&&(_, o)| o == other)
+            .map_or("Error", |&(name, _)| name),
     }
 }
 
@@ -108,7 +126,7 @@ pub fn simulate(script: &str, policy: RetryPolicy, rtt: Duration) -> Result<Vec<
         events.push(Event::Attempt {
             at_ms: ms(now),
             attempt,
-            outcome: outcome_name(produced).to_owned(),
+            outcome: outcome_name(produced),
         });
         let remaining = policy.deadline.map(|d| d.saturating_sub(now));
         let result = match retries.record(produced, remaining) {
@@ -135,7 +153,7 @@ pub fn simulate(script: &str, policy: RetryPolicy, rtt: Duration) -> Result<Vec<
         events.push(Event::End {
             at_ms: ms(now),
             result,
-            last: outcome_name(produced).to_owned(),
+            last: outcome_name(produced),
             attempts: retries.attempts(),
             refreshes,
         });
@@ -247,7 +265,7 @@ mod tests {
             Event::End {
                 at_ms: 1703,
                 result: "returned to the caller".into(),
-                last: "Ok".into(),
+                last: "Ok",
                 attempts: 3,
                 refreshes: 1
             }
@@ -286,6 +304,16 @@ mod tests {
         );
         assert_eq!(json[6]["attempts"], 3);
         assert_eq!(json[4]["ms"], 200);
+    }
+
+    #[test]
+    fn names_read_back_as_printed() {
+        for (name, o) in NAMED_OUTCOMES {
+            assert_eq!(outcome(name), Some(o));
+            assert_eq!(outcome(&name.to_ascii_lowercase()), Some(o));
+        }
+        assert_eq!(outcome_name(outcome("other").unwrap()), "Error");
+        assert_eq!(outcome_name(outcome("mOvEd").unwrap()), "Moved");
     }
 
     #[test]
