@@ -29,7 +29,7 @@ test: lint
     just test-web
 
 # The wasm build in headless Chromium (wasm-bindgen-test), the Node package, the playground end to end.
-test-web: web-build
+test-web: web-build dashboard
     @echo "==> wasm-bindgen tests in headless Chromium"
     CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=120 \
         cargo test -p zaris-wasm --target wasm32-unknown-unknown
@@ -45,10 +45,33 @@ lint:
     done
     cargo clippy -p zaris-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 
-# The benchmarks: the core's criterion benches vs the crc16 crate and redis-protocol.
-bench *ARGS: (bench-core ARGS)
+# The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
+# (`just bench --quick`: criterion's quick mode, charted but not recorded).
+bench MODE="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    case "{{MODE}}" in ""|--quick) ;; *) echo "usage: just bench [--quick]" >&2; exit 2;; esac
+    since=$(date +%s)
+    echo "==> [1/4] building the benches"
+    cargo bench -p zaris-bench --no-run
+    echo "==> [2/4] heap allocations per operation (counting allocator)"
+    cargo bench -p zaris-bench --bench allocs
+    echo "==> [3/4] criterion: slot by key kind and length, UTF-16, route lookup, retry brain"
+    cargo bench -p zaris-bench --bench routing -- {{MODE}}
+    echo "==> [4/4] recording the run and rendering the dashboard"
+    cargo run -q -p zaris-bench --bin zaris-dashboard -- record --since "$since" {{MODE}}
+    cargo run -q -p zaris-bench --bin zaris-dashboard -- render {{MODE}}
+    echo "==> open web/dashboard/index.html (or \`just play\` and follow the link)"
 
-# The core's criterion benches alone (args go to criterion, e.g. `slot/ --quick`).
+# Each benchmark's change between the last two recorded runs; regressions over 10% marked.
+bench-compare:
+    cargo run -q -p zaris-bench --bin zaris-dashboard -- compare
+
+# The dashboard page and charts from the recorded history (no benchmarking).
+dashboard:
+    cargo run -q -p zaris-bench --bin zaris-dashboard -- render
+
+# The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
     cargo bench -p zaris-core --bench slot -- {{ARGS}}
 
@@ -79,6 +102,6 @@ web-build: npm-deps
     @printf '==> wasm size: %s bytes, %s gzipped\n' "$(wc -c < web/pkg/zaris_wasm_bg.wasm)" "$(gzip -9 -c web/pkg/zaris_wasm_bg.wasm | wc -c)"
 
 # Build and serve the playground on 127.0.0.1:PORT (Ctrl-C stops it).
-play PORT="8080": web-build
+play PORT="8080": web-build dashboard
     @echo "==> serving http://127.0.0.1:{{PORT}}/"
     python3 -m http.server --bind 127.0.0.1 --directory web {{PORT}}

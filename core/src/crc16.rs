@@ -473,6 +473,11 @@ pub mod _benchable {
     pub fn simd_available() -> bool {
         crate::simd::available()
     }
+
+    /// The CRC engine this CPU runs, in words.
+    pub fn engine() -> &'static str {
+        crate::simd::engine()
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,17 @@
 //!   front to whole 16-byte blocks: leading zeros do not change the CRC, so
 //!   no tail is left for the tables.
 
+const PORTABLE: &str = "portable slicing-by-16";
+
 /// Whether the carry-less-multiply path runs on this CPU.
 #[inline]
 pub(crate) fn available() -> bool {
     imp::available()
+}
+
+/// The CRC engine this CPU runs, in words (for benchmark records and logs).
+pub(crate) fn engine() -> &'static str {
+    imp::engine()
 }
 
 /// [`crate::crc16::update`] on the carry-less-multiply engine, or `None`
@@ -177,6 +184,14 @@ mod imp {
 
     pub(super) fn available() -> bool {
         level() >= Level::Clmul
+    }
+
+    pub(super) fn engine() -> &'static str {
+        match level() {
+            Level::None => super::PORTABLE,
+            Level::Clmul => "pclmulqdq (128-bit)",
+            Level::Zmm => "pclmulqdq + avx512 vpclmulqdq (512-bit)",
+        }
     }
 
     /// Proof that this CPU has PCLMULQDQ, SSSE3 and SSE2 (and, when `zmm`,
@@ -708,6 +723,10 @@ mod imp {
 mod imp {
     pub(super) fn available() -> bool {
         false
+    }
+
+    pub(super) fn engine() -> &'static str {
+        super::PORTABLE
     }
 
     pub(super) fn update(_: u16, _: &[u8]) -> Option<u16> {

@@ -102,3 +102,23 @@ proptest! {
         let _ = parse_error_reply(&moved);
     }
 }
+
+/// An unclosed '{' with 1024 bytes after it is hashed again; with more, the
+/// halves are joined by `shift`. Both sides of that line, on every engine
+/// the CPU offers.
+#[test]
+fn unclosed_brace_on_both_sides_of_the_rehash_limit() {
+    for after in [33, 64, 1023, 1024, 1025, 1100, 4000] {
+        for open in [0, 5, 40] {
+            let mut key: Vec<u8> = (0..open + 1 + after)
+                .map(|i| b'a' + (i % 26) as u8)
+                .collect();
+            key[open] = b'{';
+            assert_eq!(
+                slot_for_key(&key),
+                reference_slot(&key),
+                "open {open}, {after} after"
+            );
+        }
+    }
+}

@@ -4,12 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { utf16Units } from './utf16.mjs';
-import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { mkdtempSync, mkdirSync, readFile, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
-import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { launchChromium, serveStatic } from './browser.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const web = join(root, 'web');
@@ -18,50 +16,21 @@ const shots = join(root, 'target', 'e2e');
 const zaris = createRequire(import.meta.url)(join(root, 'target/pkg-node/zaris_wasm.js'));
 const units = utf16Units;
 
-const TYPES = {
-  '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css',
-  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json', '.png': 'image/png',
-};
-
 let server;
-let context;
+let browser;
 let page;
-let base;
-let profile;
 
 before(async () => {
-  server = createServer((req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-    const file = join(web, path.endsWith('/') ? `${path}index.html` : path);
-    if (!file.startsWith(web)) { res.writeHead(403).end(); return; }
-    readFile(file, (error, body) => {
-      if (error) { res.writeHead(404).end(); return; }
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${server.address().port}/`;
-  profile = mkdtempSync(join(tmpdir(), 'zaris-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1100, height: 900 },
-  });
-  page = context.pages()[0] ?? await context.newPage();
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(e.message));
-  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
-  page.problems = problems;
-  await page.goto(base);
+  server = await serveStatic(web);
+  browser = await launchChromium({ width: 1100, height: 900 });
+  page = browser.page;
+  await page.goto(server.url);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
 });
 
 after(async () => {
-  await context?.close();
-  await new Promise((resolve) => server?.close(resolve));
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
+  await server?.close();
 });
 
 async function slotOf(key) {

@@ -1,0 +1,196 @@
+//! Records a benchmark run, renders the dashboard, compares runs.
+//!
+//! ```text
+//! zaris-dashboard record --since <unix seconds> [--quick]
+//! zaris-dashboard render [--quick]
+//! zaris-dashboard compare
+//! ```
+//! `just bench` and `just bench-compare` call it; paths are the
+//! workspace's: `bench/history.jsonl`, `target/criterion`,
+//! `target/zaris-bench/`, `web/dashboard/`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use zaris_bench::{bars, charts, compare, criterion, history, page, Record};
+
+struct Paths {
+    history: PathBuf,
+    criterion: PathBuf,
+    allocs: PathBuf,
+    quick: PathBuf,
+    dashboard: PathBuf,
+}
+
+impl Paths {
+    fn new() -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("bench/ sits in the workspace")
+            .to_owned();
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+        Self {
+            history: root.join("bench/history.jsonl"),
+            criterion: target.join("criterion"),
+            allocs: target.join("zaris-bench/allocs.json"),
+            quick: target.join("zaris-bench/quick-record.json"),
+            dashboard: root.join("web/dashboard"),
+        }
+    }
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = run(&args) {
+        eprintln!("zaris-dashboard: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let paths = Paths::new();
+    let quick = args.iter().any(|a| a == "--quick");
+    match args.first().map(String::as_str) {
+        Some("record") => {
+            let since = flag_value(args, "--since")?.context("record needs --since <unix seconds>")?;
+            let since: u64 = since.parse().with_context(|| format!("--since {since:?} is not a number of seconds"))?;
+            record(&paths, SystemTime::UNIX_EPOCH + Duration::from_secs(since), quick)
+        }
+        Some("render") => render(&paths, quick),
+        Some("compare") => {
+            let history = history::load(&paths.history)?;
+            match history.as_slice() {
+                [.., previous, latest] => {
+                    print!("{}", compare::report(previous, latest));
+                    Ok(())
+                }
+                _ => bail!("{} holds fewer than two runs: nothing to compare", paths.history.display()),
+            }
+        }
+        _ => bail!("usage: zaris-dashboard record --since <unix seconds> [--quick] | render [--quick] | compare"),
+    }
+}
+
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>> {
+    match args.iter().position(|a| a == flag) {
+        None => Ok(None),
+        Some(i) => args
+            .get(i + 1)
+            .map(|v| Some(v.as_str()))
+            .with_context(|| format!("{flag} needs a value")),
+    }
+}
+
+fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
+    let medians_ns = criterion::collect(&paths.criterion, since)?;
+    let allocations_per_op: BTreeMap<String, f64> = match fs::read_to_string(&paths.allocs) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("parsing {}", paths.allocs.display()))?,
+        Err(e) => {
+            tracing::warn!(
+                "no allocation counts ({}: {e}); run the allocs bench",
+                paths.allocs.display()
+            );
+            BTreeMap::new()
+        }
+    };
+    let record = Record {
+        commit: command_line("git", &["describe", "--always", "--dirty", "--abbrev=12"]),
+        date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        rustc: command_line(
+            &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
+            &["-V"],
+        ),
+        cpu: cpu_model(),
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+        crc_engine: zaris_core::_benchable::engine().to_owned(),
+        quick,
+        medians_ns,
+        allocations_per_op,
+    };
+    if quick {
+        fs::create_dir_all(paths.quick.parent().expect("a file in a directory"))?;
+        fs::write(&paths.quick, serde_json::to_string_pretty(&record)?)?;
+        tracing::info!(
+            "quick run: {} medians kept in {} (not in the history)",
+            record.medians_ns.len(),
+            paths.quick.display()
+        );
+    } else {
+        history::append(&paths.history, &record)?;
+        tracing::info!(
+            "recorded {} medians into {}",
+            record.medians_ns.len(),
+            paths.history.display()
+        );
+    }
+    for bar in bars::evaluate(&record) {
+        let verdict = if bar.met { "met" } else { "NOT MET" };
+        println!(
+            "{verdict:>8}  {} (needed {}, measured {})",
+            bar.what,
+            bar.needed,
+            bar.measured.as_deref().unwrap_or("nothing")
+        );
+    }
+    Ok(())
+}
+
+fn render(paths: &Paths, quick: bool) -> Result<()> {
+    let mut history = history::load(&paths.history)?;
+    if quick {
+        let text = fs::read_to_string(&paths.quick)
+            .with_context(|| format!("reading {}", paths.quick.display()))?;
+        history.push(serde_json::from_str(&text)?);
+    }
+    let charts = if history.is_empty() {
+        Vec::new()
+    } else {
+        charts::render_all(&history, &paths.dashboard)?
+    };
+    fs::create_dir_all(&paths.dashboard)?;
+    let index = paths.dashboard.join("index.html");
+    fs::write(&index, page::render(&history, &charts))
+        .with_context(|| format!("writing {}", index.display()))?;
+    tracing::info!(
+        "dashboard: {} charts and {} ({} runs)",
+        charts.len(),
+        index.display(),
+        history.len()
+    );
+    Ok(())
+}
+
+/// The first line a command prints, or "unknown" when it cannot run.
+fn command_line(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|rest| rest.split_once(':'))
+                    .map(|(_, m)| m.trim().to_owned())
+            })
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}

@@ -1,0 +1,175 @@
+//! The latest run against the one before: every benchmark's change, with
+//! regressions over [`REGRESSION_THRESHOLD`] marked. A report, not a gate:
+//! shared machines are noisy, and a person reads it.
+
+use std::fmt::Write;
+
+use crate::Record;
+
+/// A median more than 10% above the previous record's is a regression.
+pub const REGRESSION_THRESHOLD: f64 = 0.10;
+
+/// One benchmark in two runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The criterion id.
+    pub id: String,
+    /// Median in the previous run (ns), if it was measured.
+    pub before: Option<f64>,
+    /// Median in the latest run (ns), if it was measured.
+    pub after: Option<f64>,
+}
+
+impl Change {
+    /// `after / before - 1`: +0.25 is 25% slower.
+    #[must_use]
+    pub fn relative(&self) -> Option<f64> {
+        match (self.before, self.after) {
+            (Some(before), Some(after)) if before > 0.0 => Some(after / before - 1.0),
+            _ => None,
+        }
+    }
+
+    /// Slower by more than [`REGRESSION_THRESHOLD`].
+    #[must_use]
+    pub fn is_regression(&self) -> bool {
+        match (self.before, self.after) {
+            (Some(before), Some(after)) => after > before * (1.0 + REGRESSION_THRESHOLD),
+            _ => false,
+        }
+    }
+}
+
+/// Every benchmark of either run, in id order.
+#[must_use]
+pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
+    let mut ids: Vec<&String> = previous
+        .medians_ns
+        .keys()
+        .chain(latest.medians_ns.keys())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| Change {
+            id: id.clone(),
+            before: previous.median(id),
+            after: latest.median(id),
+        })
+        .collect()
+}
+
+/// The comparison as a table for the terminal, regressions marked.
+#[must_use]
+pub fn report(previous: &Record, latest: &Record) -> String {
+    let changes = compare(previous, latest);
+    let width = changes.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    let mut out = format!(
+        "{} ({}) -> {} ({})\n",
+        previous.short_commit(),
+        previous.date,
+        latest.short_commit(),
+        latest.date
+    );
+    if previous.cpu != latest.cpu {
+        let _ = writeln!(
+            out,
+            "note: different CPUs ({} -> {}); changes may be the machine",
+            previous.cpu, latest.cpu
+        );
+    }
+    let ns = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    for change in &changes {
+        let verdict = match change.relative() {
+            _ if change.is_regression() => format!(
+                "{:+.1}%  REGRESSION",
+                change.relative().unwrap_or(0.0) * 100.0
+            ),
+            Some(r) => format!("{:+.1}%", r * 100.0),
+            None if change.before.is_none() => "new".to_owned(),
+            None => "gone".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{:width$}  {:>10} -> {:>10} ns  {verdict}",
+            change.id,
+            ns(change.before),
+            ns(change.after)
+        );
+    }
+    let regressions = changes.iter().filter(|c| c.is_regression()).count();
+    let _ = writeln!(
+        out,
+        "{regressions} regression(s) over {:.0}% of {} benchmarks",
+        REGRESSION_THRESHOLD * 100.0,
+        changes.len()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::tests::record;
+
+    #[test]
+    fn marks_only_slowdowns_over_ten_percent() {
+        let before = record(
+            "aaa",
+            &[
+                ("faster", 10.0),
+                ("same", 10.0),
+                ("edge", 10.0),
+                ("slower", 10.0),
+                ("gone", 1.0),
+            ],
+        );
+        let after = record(
+            "bbb",
+            &[
+                ("faster", 5.0),
+                ("same", 10.5),
+                ("edge", 11.0),
+                ("slower", 11.5),
+                ("new", 2.0),
+            ],
+        );
+        let changes = compare(&before, &after);
+        let ids: Vec<&str> = changes.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["edge", "faster", "gone", "new", "same", "slower"]);
+        let regressed: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.is_regression())
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(
+            regressed,
+            ["slower"],
+            "10% exactly is noise, not a regression"
+        );
+        assert_eq!(changes[1].relative(), Some(-0.5));
+        assert_eq!(changes[2].relative(), None);
+
+        let text = report(&before, &after);
+        assert!(
+            text.contains("slower") && text.contains("+15.0%  REGRESSION"),
+            "{text}"
+        );
+        assert!(text.contains("-50.0%"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("new") && l.ends_with("new")),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("gone") && l.ends_with("gone")),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("1 regression(s) over 10% of 6 benchmarks\n"),
+            "{text}"
+        );
+        assert!(!text.contains("different CPUs"));
+    }
+}

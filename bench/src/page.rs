@@ -1,0 +1,316 @@
+//! The dashboard page, `web/dashboard/index.html`: the charts, the latest
+//! medians and ratios, the bars with their verdicts, and the machine the
+//! numbers came from. Static HTML with no script and no network.
+
+use std::fmt::Write;
+
+use crate::bars::{self, Bar};
+use crate::charts::{Chart, ROUTE_IMPLS, SLOT_IMPLS};
+use crate::keys::{KeyKind, LENGTHS};
+use crate::Record;
+
+/// Escapes text for HTML element content and attribute values.
+#[must_use]
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn ns(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.2}"),
+        None => "–".into(),
+    }
+}
+
+/// The whole page for `history` (the last record is the latest run).
+#[must_use]
+pub fn render(history: &[Record], charts: &[Chart]) -> String {
+    let mut html = String::from(HEAD);
+    let Some(latest) = history.last() else {
+        html.push_str("<p>No benchmark run is recorded yet: run <code>just bench</code>.</p>\n</main></body></html>\n");
+        return html;
+    };
+    bars_section(&mut html, &bars::evaluate(latest));
+    machine_section(&mut html, latest);
+    for chart in charts {
+        let _ = writeln!(
+            html,
+            "<figure><img src=\"{0}\" alt=\"{1}\" width=\"760\" height=\"440\"><figcaption>{1}</figcaption></figure>",
+            escape(&chart.file),
+            escape(&chart.title)
+        );
+    }
+    slot_tables(&mut html, latest);
+    simple_table(
+        &mut html,
+        "Route lookup (ns per key)",
+        "route",
+        &ROUTE_IMPLS,
+        latest,
+    );
+    let retry: Vec<&str> = latest
+        .medians_ns
+        .keys()
+        .filter_map(|id| id.strip_prefix("retry/"))
+        .collect();
+    simple_table(
+        &mut html,
+        "The retry brain (ns per operation)",
+        "retry",
+        &retry,
+        latest,
+    );
+    allocations(&mut html, latest);
+    history_section(&mut html, history);
+    html.push_str("</main>\n</body>\n</html>\n");
+    html
+}
+
+const HEAD: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Zaris benchmark dashboard</title>
+<link rel="icon" href="data:,">
+<style>
+body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
+main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
+header a { color: #1f5fbf; }
+figure { margin: 1.5rem 0; background: #fff; border: 1px solid #ddd; }
+figure img { display: block; width: 100%; height: auto; }
+figcaption { padding: .25rem .5rem; font-size: .9rem; color: #555; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: #fff; }
+th, td { border: 1px solid #ddd; padding: .2rem .5rem; text-align: right; white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+.met { color: #1e7b34; } .missed { color: #b3261e; font-weight: bold; }
+.verdict { padding: .5rem .75rem; border-left: 4px solid; background: #fff; }
+.verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; }
+</style>
+</head>
+<body>
+<main>
+<header>
+<h1>Zaris benchmark dashboard</h1>
+<p>What routing one request costs: <code>slot_for_key</code> and route lookup against the peers a Redis Cluster client would use instead, from one criterion run (<code>just bench</code>), tracked per commit. <a href="../index.html">Back to the playground</a>.</p>
+</header>
+"#;
+
+fn bars_section(html: &mut String, bars: &[Bar]) {
+    let missed: Vec<&Bar> = bars.iter().filter(|b| !b.met).collect();
+    html.push_str("<h2>Bars</h2>\n");
+    if missed.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict met\" id=\"verdict\">All {} bars are met in the latest run.</p>",
+            bars.len()
+        );
+    } else {
+        let names: Vec<String> = missed.iter().map(|b| escape(&b.what)).collect();
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict missed\" id=\"verdict\">{} of {} bars are NOT met in the latest run: {}.</p>",
+            missed.len(),
+            bars.len(),
+            names.join("; ")
+        );
+    }
+    html.push_str("<div class=\"scroll\"><table id=\"bars\"><tr><th>bar</th><th>needed</th><th>measured</th><th>verdict</th></tr>\n");
+    for bar in bars {
+        let (class, verdict) = if bar.met {
+            ("met", "met")
+        } else {
+            ("missed", "NOT met")
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{verdict}</td></tr>",
+            escape(&bar.what),
+            escape(&bar.needed),
+            escape(bar.measured.as_deref().unwrap_or("not measured")),
+        );
+    }
+    html.push_str("</table></div>\n");
+}
+
+fn machine_section(html: &mut String, r: &Record) {
+    let quick = if r.quick {
+        " (criterion <code>--quick</code>: noisier, not recorded in the history)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        html,
+        "<h2>Latest run</h2>\n<p id=\"machine\">Commit <code>{}</code>, {}{quick}.<br>CPU: {} ({} logical CPUs), CRC engine: {}.<br>{}.</p>",
+        escape(&r.commit),
+        escape(&r.date),
+        escape(&r.cpu),
+        r.cpus,
+        escape(&r.crc_engine),
+        escape(&r.rustc)
+    );
+}
+
+fn slot_tables(html: &mut String, r: &Record) {
+    for kind in KeyKind::ALL {
+        let group = format!("slot-{}", kind.name());
+        let _ = writeln!(
+            html,
+            "<h2>slot_for_key, {} keys (median ns per key; speed-up in brackets)</h2>",
+            kind.name()
+        );
+        let _ = write!(
+            html,
+            "<div class=\"scroll\"><table id=\"{group}\"><tr><th>bytes</th>"
+        );
+        for imp in SLOT_IMPLS {
+            let _ = write!(html, "<th>{imp}</th>");
+        }
+        html.push_str("</tr>\n");
+        for len in LENGTHS {
+            let _ = write!(
+                html,
+                "<tr><td>{len}</td><td>{}</td>",
+                ns(r.median(&format!("{group}/zaris/{len}")))
+            );
+            for peer in &SLOT_IMPLS[1..] {
+                let ratio = bars::speedup(r, &group, peer, len)
+                    .map_or_else(String::new, |x| format!(" ({x:.1}x)"));
+                let _ = write!(
+                    html,
+                    "<td>{}{ratio}</td>",
+                    ns(r.median(&format!("{group}/{peer}/{len}")))
+                );
+            }
+            html.push_str("</tr>\n");
+        }
+        html.push_str("</table></div>\n");
+    }
+    let _ = writeln!(
+        html,
+        "<h2>slot_for_utf16, 256-byte text (median ns per key)</h2>"
+    );
+    let utf16: Vec<&str> = r
+        .medians_ns
+        .keys()
+        .filter_map(|id| id.strip_prefix("slot-utf16/"))
+        .collect();
+    simple_rows(html, "slot-utf16", &utf16, r);
+}
+
+fn simple_table(html: &mut String, title: &str, group: &str, names: &[&str], r: &Record) {
+    let _ = writeln!(html, "<h2>{}</h2>", escape(title));
+    simple_rows(html, group, names, r);
+}
+
+fn simple_rows(html: &mut String, group: &str, names: &[&str], r: &Record) {
+    let _ = writeln!(
+        html,
+        "<div class=\"scroll\"><table id=\"{group}\"><tr><th>benchmark</th><th>median ns</th></tr>"
+    );
+    for name in names {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            escape(name),
+            ns(r.median(&format!("{group}/{name}")))
+        );
+    }
+    html.push_str("</table></div>\n");
+}
+
+fn allocations(html: &mut String, r: &Record) {
+    html.push_str("<h2>Heap allocations per operation (counting allocator)</h2>\n");
+    html.push_str("<div class=\"scroll\"><table id=\"allocations\"><tr><th>operation</th><th>allocations</th></tr>\n");
+    for (op, n) in &r.allocations_per_op {
+        let _ = writeln!(html, "<tr><td>{}</td><td>{n}</td></tr>", escape(op));
+    }
+    html.push_str("</table></div>\n");
+}
+
+fn history_section(html: &mut String, history: &[Record]) {
+    html.push_str("<h2>Recorded runs</h2>\n<div class=\"scroll\"><table id=\"history\"><tr><th>commit</th><th>date</th><th>CPU</th><th>zaris 256 B ns</th></tr>\n");
+    for r in history.iter().rev() {
+        let _ = writeln!(
+            html,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&r.commit),
+            escape(&r.date),
+            escape(&r.cpu),
+            ns(r.median("slot-ascii/zaris/256"))
+        );
+    }
+    html.push_str("</table></div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::tests::record;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn shows_charts_medians_machine_and_missed_bars() {
+        let mut latest = record(
+            "<b>abc</b>",
+            &[
+                ("slot-ascii/zaris/8", 2.0),
+                ("slot-ascii/crc16/8", 5.0),
+                ("route/zaris-table", 3.25),
+            ],
+        );
+        latest.cpu = "AMD EPYC <test>".into();
+        let charts = [Chart {
+            file: "speedup.svg".into(),
+            title: "speed-up".into(),
+        }];
+        let html = render(&[record("old", &[]), latest], &charts);
+        assert!(html.contains(r#"<img src="speedup.svg" alt="speed-up""#));
+        assert!(
+            html.contains("<tr><td>8</td><td>2.00</td><td>5.00 (2.5x)</td>"),
+            "ratios sit next to medians"
+        );
+        assert!(html.contains("<tr><td>zaris-table</td><td>3.25</td></tr>"));
+        assert!(html.contains("AMD EPYC &lt;test&gt;") && html.contains("&lt;b&gt;abc&lt;/b&gt;"));
+        assert!(
+            html.contains("bars are NOT met in the latest run"),
+            "a miss is said plainly"
+        );
+        assert!(
+            html.contains(r#"href="../index.html""#),
+            "links back to the playground"
+        );
+        assert!(!html.contains("<script"), "a static page");
+        assert_eq!(
+            html.matches("<code>old</code>").count(),
+            1,
+            "every run is listed"
+        );
+    }
+
+    #[test]
+    fn an_empty_history_says_how_to_fill_it() {
+        let html = render(&[], &[]);
+        assert!(html.contains("No benchmark run is recorded yet"));
+    }
+}

@@ -1,0 +1,80 @@
+// The benchmark dashboard in headless Chromium: reached from the
+// playground, every chart a real SVG that renders, the tables and the
+// verdict on the bars present, nothing fetched from off the machine.
+// `just dashboard` (or `just bench`) must have rendered web/dashboard/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { launchChromium, serveStatic } from './browser.mjs';
+
+const root = new URL('../../', import.meta.url).pathname;
+const CHARTS = ['slot-ascii.svg', 'slot-tagged.svg', 'slot-utf8.svg', 'slot-binary.svg',
+  'speedup.svg', 'route.svg', 'trend.svg'];
+
+let server;
+let browser;
+let page;
+const requests = [];
+
+before(async () => {
+  server = await serveStatic(join(root, 'web'));
+  browser = await launchChromium({ width: 1000, height: 900 });
+  page = browser.page;
+  page.on('request', (r) => requests.push(r.url()));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+test('the playground links to the dashboard', async () => {
+  await page.goto(server.url);
+  await page.click('#dashboard-link');
+  await page.waitForURL(/\/dashboard\/index\.html$/);
+  assert.equal(await page.textContent('h1'), 'Zaris benchmark dashboard');
+});
+
+test('every chart is a real SVG that renders with its data', async () => {
+  for (const file of CHARTS) {
+    const img = page.locator(`figure img[src="${file}"]`);
+    assert.equal(await img.count(), 1, `${file} is on the page`);
+    const size = await img.evaluate(async (el) => {
+      await el.decode();
+      return { width: el.naturalWidth, height: el.naturalHeight, shown: el.getBoundingClientRect().height };
+    });
+    assert.deepEqual([size.width, size.height], [760, 440], `${file} decodes as an image`);
+    assert.ok(size.shown > 100, `${file} is laid out visibly`);
+    const response = await page.request.get(new URL(file, page.url()).href);
+    assert.equal(response.headers()['content-type'], 'image/svg+xml');
+    const svg = await response.text();
+    assert.match(svg, /^<svg[^>]+xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    const marks = (svg.match(/<(polyline|rect|circle|line|path)\b/g) ?? []).length;
+    assert.ok(marks > 10, `${file} draws its data (${marks} marks)`);
+  }
+});
+
+test('the latest medians, the bars and the machine are shown', async () => {
+  const bars = await page.locator('#bars tr').count();
+  assert.equal(bars, 11, 'a header and ten bars');
+  assert.match(await page.textContent('#verdict'), /^(All 10 bars are met|\d+ of 10 bars are NOT met) in the latest run/);
+  assert.match(await page.textContent('#machine'), /Commit \S+, \d{4}-\d\d-\d\dT.*CPU: .+ \(\d+ logical CPUs\), CRC engine: .+rustc \d+\.\d+/s);
+  // Seven key lengths for each key kind, a median in every cell.
+  for (const kind of ['ascii', 'tagged', 'utf8', 'binary']) {
+    const cells = await page.locator(`#slot-${kind} td:nth-child(2)`).allTextContents();
+    assert.equal(cells.length, 7, kind);
+    for (const cell of cells) assert.match(cell, /^\d+(\.\d+)?$/, `${kind}: ${cell}`);
+  }
+  const route = await page.locator('#route tr').count();
+  assert.equal(route, 7, 'six route lookups');
+  assert.ok(await page.locator('#history tr').count() >= 2, 'at least one recorded run');
+});
+
+test('nothing is fetched from off the machine; a screenshot for the record', async () => {
+  assert.ok(requests.length > CHARTS.length);
+  for (const url of requests) assert.ok(url.startsWith(server.url), url);
+  mkdirSync(join(root, 'target', 'e2e'), { recursive: true });
+  await page.screenshot({ path: join(root, 'target', 'e2e', 'dashboard.png'), fullPage: true });
+  assert.deepEqual(page.problems, []);
+});
