@@ -356,7 +356,12 @@ mod imp {
     fn load_block(key: &[u8]) -> __m128i {
         let n = key.len().min(16);
         let half = |b: Option<&[u8; 4]>| u64::from(b.map_or(0, |b| u32::from_le_bytes(*b)));
-        if n >= 8 {
+        if n == 8 {
+            // Exactly 8 bytes (a common key size) are the block read as a
+            // big-endian number: one load and a byte swap, no shuffle.
+            let word = key.first_chunk().map_or(0, |b| u64::from_be_bytes(*b));
+            _mm_cvtsi64_si128(word as i64)
+        } else if n > 8 {
             let load8 = |b: Option<&[u8; 8]>| match b {
                 // SAFETY: `b` is 8 readable bytes; `movq` loads exactly 8.
                 Some(b) => unsafe { _mm_loadl_epi64(b.as_ptr().cast()) },
