@@ -13,6 +13,8 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+
+pub mod cluster;
 use std::time::{Duration, Instant};
 
 use redis_protocol::resp2::decode::decode;
@@ -46,11 +48,71 @@ pub fn binary_available(binary: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The servers the cluster tests run against: `redis-server` (or
+/// `$ZARIS_REDIS_SERVER`), and `valkey-server` where it is installed. With
+/// `ZARIS_REQUIRE_VALKEY=1` (CI), a missing Valkey fails instead of being
+/// skipped.
+#[must_use]
+pub fn servers_under_test() -> Vec<String> {
+    let mut servers = vec![server_binary()];
+    if binary_available("valkey-server") {
+        servers.push("valkey-server".to_owned());
+    } else {
+        let required = std::env::var("ZARIS_REQUIRE_VALKEY").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "ZARIS_REQUIRE_VALKEY=1 but valkey-server is not installed"
+        );
+        eprintln!("valkey-server not installed: Valkey runs skipped");
+    }
+    servers
+}
+
 /// A running server process, killed on drop.
 pub struct RedisNode {
     port: u16,
     child: Child,
     dir: tempfile::TempDir,
+    binary: String,
+    args: Vec<String>,
+    running: bool,
+}
+
+/// Runs `binary` in cluster mode on `port` in `dir`, killed with its parent
+/// thread.
+fn spawn(binary: &str, dir: &std::path::Path, port: u16, extra: &[String]) -> io::Result<Child> {
+    let mut cmd = Command::new(binary);
+    cmd.current_dir(dir)
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .args(["--logfile", "server.log"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
+    // no memory of the parent; it makes the kernel kill the server when
+    // the thread that started it exits, even if the test is killed.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot run {binary}: {e} (is it installed?)"),
+        )
+    })
 }
 
 impl RedisNode {
@@ -61,42 +123,47 @@ impl RedisNode {
     pub fn start_cluster_node(binary: &str, extra: &[&str]) -> io::Result<Self> {
         let dir = tempfile::Builder::new().prefix("zaris-redis-").tempdir()?;
         let port = free_port()?;
-        let mut cmd = Command::new(binary);
-        cmd.current_dir(dir.path())
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args([
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .args(["--logfile", "server.log"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
-        // no memory of the parent; it makes the kernel kill the server when
-        // the thread that started it exits, even if the test is killed.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot run {binary}: {e} (is it installed?)"),
-            )
-        })?;
-        let mut node = Self { port, child, dir };
+        let args: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
+        let child = spawn(binary, dir.path(), port, &args)?;
+        let mut node = Self {
+            port,
+            child,
+            dir,
+            binary: binary.to_owned(),
+            args,
+            running: true,
+        };
         node.wait_ready()?;
         tracing::debug!(port, "server up");
         Ok(node)
+    }
+
+    /// `kill -9`: the process dies at once; its directory (and cluster
+    /// config) stays for [`RedisNode::restart`].
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.running = false;
+    }
+
+    /// Starts the killed server again on the same port and directory, so it
+    /// rejoins the cluster it knew.
+    ///
+    /// # Errors
+    /// The server did not come back.
+    pub fn restart(&mut self) -> io::Result<()> {
+        if self.running {
+            return Ok(());
+        }
+        self.child = spawn(&self.binary, self.dir.path(), self.port, &self.args)?;
+        self.running = true;
+        self.wait_ready()
+    }
+
+    /// Whether the process is running (not killed).
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.running
     }
 
     fn wait_ready(&mut self) -> io::Result<()> {
@@ -158,8 +225,7 @@ impl RedisNode {
 
 impl Drop for RedisNode {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 

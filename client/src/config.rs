@@ -1,0 +1,302 @@
+//! The client's settings: the retry policy (SPEC section 3), the refresh
+//! wait (section 5), time-outs and limits, from the builder and the
+//! environment.
+
+use std::time::Duration;
+
+use zaris_core::{
+    parse_disable_retries, parse_refresh_wait_ms, parse_request_timeout, RetryPolicy,
+    DEFAULT_REFRESH_WAIT, ENV_DISABLE_RETRIES, ENV_REFRESH_WAIT_MS, ENV_REQUEST_TIMEOUT,
+};
+
+use crate::conn::Limits;
+use crate::Error;
+
+/// The poll interval of SPEC section 5: a lost push heals within it.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
+/// A refresh within this long of the last one is a no-op (SPEC section 5).
+pub const REFRESH_DEBOUNCE: Duration = Duration::from_millis(500);
+/// How long one attempt may wait for a connection and its reply.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest reply accepted (Redis's own `proto-max-bulk-len`).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 512 * 1024 * 1024;
+
+/// Writes that wait for replicas (`WAIT`) before they are acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Durability {
+    /// Replicas that must acknowledge each write.
+    pub replicas: u32,
+    /// How long the primary waits for them.
+    pub timeout: Duration,
+}
+
+/// The resolved settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    pub policy: RetryPolicy,
+    pub refresh_wait: Duration,
+    pub poll_interval: Duration,
+    pub attempt_timeout: Duration,
+    pub limits: Limits,
+    pub durability: Option<Durability>,
+}
+
+type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
+
+/// Settings for [`crate::Client`]. Explicit settings win over the
+/// environment, except `ZARIS_DISABLE_RETRIES=true`, which always makes the
+/// budget one attempt (it exists to observe raw statuses).
+pub struct Builder {
+    max_attempts: Option<u32>,
+    backoff: Option<Duration>,
+    request_timeout: Option<Option<Duration>>,
+    refresh_wait: Option<Duration>,
+    poll_interval: Duration,
+    attempt_timeout: Duration,
+    max_reply_bytes: usize,
+    durability: Option<Durability>,
+    env: EnvLookup,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            max_attempts: None,
+            backoff: None,
+            request_timeout: None,
+            refresh_wait: None,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            durability: None,
+            env: Box::new(|name| match std::env::var(name) {
+                Ok(value) => Ok(Some(value)),
+                Err(std::env::VarError::NotPresent) => Ok(None),
+                Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8")),
+            }),
+        }
+    }
+}
+
+impl Builder {
+    /// Attempts per request, the first included (default 3).
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// The backoff unit: attempt `n` is followed by `n * backoff` (default 100 ms).
+    #[must_use]
+    pub fn backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// The wall-clock bound of one request, retries included (`None`: no
+    /// bound). Default: `ZARIS_REQUEST_TIMEOUT`, else 60 s.
+    #[must_use]
+    pub fn request_timeout(mut self, deadline: Option<Duration>) -> Self {
+        self.request_timeout = Some(deadline);
+        self
+    }
+
+    /// How long a request waits for a shared map refresh. Default:
+    /// `ZARIS_CLIENT_MAP_REFRESH_WAIT_MS`, else 15 s.
+    #[must_use]
+    pub fn refresh_wait(mut self, wait: Duration) -> Self {
+        self.refresh_wait = Some(wait);
+        self
+    }
+
+    /// How often the whole map is refreshed regardless (default 10 s).
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// How long one attempt may take to connect and get its reply (default 5 s).
+    #[must_use]
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = timeout;
+        self
+    }
+
+    /// The largest reply accepted (default 512 MiB); a larger one is
+    /// [`Error::ReplyTooLarge`] and closes that connection.
+    #[must_use]
+    pub fn max_reply_bytes(mut self, limit: usize) -> Self {
+        self.max_reply_bytes = limit;
+        self
+    }
+
+    /// Acknowledge writes only once `replicas` replicas have them (`WAIT`),
+    /// so a failover cannot lose an acknowledged write.
+    #[must_use]
+    pub fn durable_writes(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.durability = Some(Durability { replicas, timeout });
+        self
+    }
+
+    /// Reads settings from `lookup` instead of the process environment
+    /// (tests, embedding).
+    #[must_use]
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.env = Box::new(move |name| Ok(lookup(name)));
+        self
+    }
+
+    /// Connects with these settings (see [`crate::Client::connect`]).
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a bad setting; [`Error::NoSeedReachable`] when
+    /// no seed answers with a cluster map.
+    pub async fn connect(self, seeds: &[&str]) -> Result<crate::Client, Error> {
+        let config = self.resolve()?;
+        crate::Client::start(seeds, config).await
+    }
+
+    pub(crate) fn resolve(self) -> Result<Config, Error> {
+        let env = |name: &str| (self.env)(name).map_err(Error::Config);
+        let mut policy = RetryPolicy::DEFAULT;
+        if let Some(text) = env(ENV_REQUEST_TIMEOUT)? {
+            policy.deadline = parse_request_timeout(&text)?;
+        }
+        let disable_retries = match env(ENV_DISABLE_RETRIES)? {
+            Some(text) => parse_disable_retries(&text)?,
+            None => false,
+        };
+        let env_refresh_wait = env(ENV_REFRESH_WAIT_MS)?
+            .map(|t| parse_refresh_wait_ms(&t))
+            .transpose()?;
+        if let Some(attempts) = self.max_attempts {
+            policy.max_attempts = attempts;
+        }
+        if let Some(backoff) = self.backoff {
+            policy.backoff = backoff;
+        }
+        if let Some(deadline) = self.request_timeout {
+            policy.deadline = deadline;
+        }
+        if disable_retries {
+            policy = policy.without_retries();
+        }
+        if self.attempt_timeout.is_zero() {
+            return Err(Error::Config(
+                "the attempt time-out must be positive".into(),
+            ));
+        }
+        if self.poll_interval.is_zero() {
+            return Err(Error::Config("the poll interval must be positive".into()));
+        }
+        Ok(Config {
+            policy,
+            refresh_wait: self
+                .refresh_wait
+                .or(env_refresh_wait)
+                .unwrap_or(DEFAULT_REFRESH_WAIT),
+            poll_interval: self.poll_interval,
+            attempt_timeout: self.attempt_timeout,
+            limits: Limits {
+                max_reply_bytes: self.max_reply_bytes.max(64),
+            },
+            durability: self.durability,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_env(vars: &'static [(&'static str, &'static str)]) -> Builder {
+        Builder::default().env(move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn defaults_are_the_spec() {
+        let config = with_env(&[]).resolve().unwrap();
+        assert_eq!(config.policy, RetryPolicy::DEFAULT);
+        assert_eq!(config.policy.max_attempts, 3);
+        assert_eq!(config.policy.backoff, Duration::from_millis(100));
+        assert_eq!(config.policy.deadline, Some(Duration::from_secs(60)));
+        assert_eq!(config.refresh_wait, Duration::from_millis(15_000));
+        assert_eq!(config.poll_interval, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn environment_variables() {
+        let config = with_env(&[
+            ("ZARIS_REQUEST_TIMEOUT", "infinite"),
+            ("ZARIS_DISABLE_RETRIES", "true"),
+            ("ZARIS_CLIENT_MAP_REFRESH_WAIT_MS", "250"),
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(config.policy.deadline, None);
+        assert_eq!(config.policy.max_attempts, 1);
+        assert_eq!(config.refresh_wait, Duration::from_millis(250));
+        let config = with_env(&[("ZARIS_REQUEST_TIMEOUT", "2.5")])
+            .resolve()
+            .unwrap();
+        assert_eq!(config.policy.deadline, Some(Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn explicit_settings_win_but_disabled_retries_always_do() {
+        let config = with_env(&[
+            ("ZARIS_REQUEST_TIMEOUT", "5"),
+            ("ZARIS_CLIENT_MAP_REFRESH_WAIT_MS", "250"),
+        ])
+        .request_timeout(Some(Duration::from_secs(9)))
+        .refresh_wait(Duration::from_secs(1))
+        .max_attempts(7)
+        .resolve()
+        .unwrap();
+        assert_eq!(config.policy.deadline, Some(Duration::from_secs(9)));
+        assert_eq!(config.refresh_wait, Duration::from_secs(1));
+        assert_eq!(config.policy.max_attempts, 7);
+        let config = with_env(&[("ZARIS_DISABLE_RETRIES", "1")])
+            .max_attempts(7)
+            .resolve()
+            .unwrap();
+        assert_eq!(config.policy.max_attempts, 1);
+    }
+
+    #[test]
+    fn bad_values_are_errors_not_defaults() {
+        for (var, value, message) in [
+            (
+                "ZARIS_REQUEST_TIMEOUT",
+                "soon",
+                "ZARIS_REQUEST_TIMEOUT must be a positive number of seconds or `infinite`",
+            ),
+            (
+                "ZARIS_REQUEST_TIMEOUT",
+                "0",
+                "ZARIS_REQUEST_TIMEOUT must be a positive number of seconds or `infinite`",
+            ),
+            (
+                "ZARIS_DISABLE_RETRIES",
+                "yes",
+                "ZARIS_DISABLE_RETRIES must be `true` or `false`",
+            ),
+            (
+                "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS",
+                "1.5",
+                "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS must be a whole number of milliseconds",
+            ),
+        ] {
+            let err = Builder::default()
+                .env(move |name| (name == var).then(|| value.to_owned()))
+                .resolve()
+                .unwrap_err();
+            assert_eq!(err, Error::Config(message.into()), "{var}={value}");
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! What a request can end in, typed: an answer that is not a value
+//! (Conflict), the last status or transport failure when the retry loop
+//! stopped, or an error the client does not interpret, surfaced at once.
+
+use zaris_core::{KvStatus, SettingError, StopReason, TransportFailure};
+
+/// Everything a Zaris call can fail with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A precondition failed (`set_if_absent`: the key exists;
+    /// `set_if_version`: the stored version differs). An answer, never
+    /// retried. `current_version` is the stored version, when known.
+    #[error("conflict: the precondition failed (stored version {current_version:?})")]
+    Conflict {
+        /// The version stored when the write was refused.
+        current_version: Option<u64>,
+    },
+    /// The cluster kept answering with a status the retries did not clear,
+    /// until a bound stopped them (or retries are disabled).
+    #[error("{status:?} after {attempts} attempt(s): {stop}")]
+    Status {
+        /// The last status.
+        status: KvStatus,
+        /// Attempts made.
+        attempts: u32,
+        /// Which bound stopped the loop.
+        stop: StopReason,
+    },
+    /// The last attempt got no answer (connection refused or lost, timed
+    /// out, no owner mapped), and a bound stopped the retries.
+    #[error("no answer after {attempts} attempt(s) ({stop}): {failure:?}: {detail}")]
+    Transport {
+        /// The kind of failure.
+        failure: TransportFailure,
+        /// What happened, in words (address, OS error).
+        detail: String,
+        /// Attempts made.
+        attempts: u32,
+        /// Which bound stopped the loop.
+        stop: StopReason,
+    },
+    /// A node sent bytes that are not RESP (or a reply nobody asked for).
+    /// Not churn: surfaced at once, and the connection is dropped.
+    #[error("protocol violation from {node}: {detail}")]
+    Protocol {
+        /// The node's address.
+        node: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A reply larger than the configured limit (`Builder::max_reply_bytes`).
+    #[error("reply from {node} is larger than {limit} bytes")]
+    ReplyTooLarge {
+        /// The node's address.
+        node: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The server answered with an error the client does not interpret
+    /// (`WRONGTYPE`, `ERR ...`): surfaced unchanged, never retried.
+    #[error("server error: {0}")]
+    Server(String),
+    /// A reply of a shape the command never produces.
+    #[error("unexpected reply to {command}: {reply}")]
+    UnexpectedReply {
+        /// The command.
+        command: &'static str,
+        /// The reply, debug-printed.
+        reply: String,
+    },
+    /// A durable write was applied but not acknowledged by enough replicas
+    /// within the wait.
+    #[error("write reached {acked} replica(s), {needed} required")]
+    NotReplicated {
+        /// Replicas that acknowledged.
+        acked: i64,
+        /// Replicas required.
+        needed: u32,
+    },
+    /// No seed answered with a cluster map.
+    #[error("no seed answered with a cluster map: {}", .tried.iter().map(|(a, e)| format!("{a}: {e}")).collect::<Vec<_>>().join("; "))]
+    NoSeedReachable {
+        /// Each address tried, and why it failed.
+        tried: Vec<(String, String)>,
+    },
+    /// A setting (builder or environment) is invalid.
+    #[error("invalid setting: {0}")]
+    Config(String),
+}
+
+impl From<SettingError> for Error {
+    fn from(e: SettingError) -> Self {
+        Error::Config(e.to_string())
+    }
+}
+
+impl Error {
+    /// The status behind this error, if it is one of the vocabulary.
+    #[must_use]
+    pub fn status(&self) -> Option<KvStatus> {
+        match self {
+            Error::Conflict { .. } => Some(KvStatus::Conflict),
+            Error::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! `zaris-client`: an async Redis/Valkey Cluster client that sends each
+//! request straight to the node owning its key, over one multiplexed
+//! connection per node, and hides ownership churn (failover, migration,
+//! scale-out, failback) behind bounded retries and coalesced map refreshes,
+//! without ever hiding a real answer.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), zaris_client::Error> {
+//! use zaris_client::Client;
+//!
+//! let client = Client::connect(&["127.0.0.1:7000"]).await?;
+//! client.set("{user1000}.following", "42").await?;
+//! assert_eq!(client.get("{user1000}.following").await?.as_deref(), Some(&b"42"[..]));
+//! let version = client.set_if_version("profile:7", "v1", 0).await?; // create
+//! client.set_if_version("profile:7", "v2", version).await?;         // compare and set
+//! println!("{:?}", client.stats());
+//! # Ok(()) }
+//! ```
+//!
+//! - **Routing** (SPEC section 4): the map is an immutable snapshot swapped
+//!   atomically (`arc-swap`); routing a key is `zaris_core::slot_for_key`,
+//!   one array index and no lock.
+//! - **Retries** (sections 2, 3, 7): every outcome goes through the core's
+//!   `RetryLoop`: an attempt budget and a deadline, the SPEC's delays,
+//!   `ASK` followed once with `ASKING`, and the last typed status or
+//!   failure when a bound stops it.
+//! - **Refreshes** (section 5): push (`apply_ownership_change`, `MOVED`
+//!   hints), poll (every 10 s) and react; single-flight, debounced 500 ms,
+//!   bounded wait, lock-free cleanup.
+//! - **Protocol**: RESP2 framing by `redis-protocol` (the parser `fred`
+//!   uses), zero-copy into `Bytes`.
+//!
+//! # Environment
+//! `ZARIS_REQUEST_TIMEOUT` (seconds or `infinite`, default 60),
+//! `ZARIS_DISABLE_RETRIES` (`true`: one attempt, raw statuses),
+//! `ZARIS_CLIENT_MAP_REFRESH_WAIT_MS` (default 15000). A bad value is an
+//! [`Error::Config`] when the client is built.
+
+mod client;
+mod config;
+mod conn;
+mod error;
+mod refresh;
+mod stats;
+mod topology;
+mod value;
+
+pub use client::{Client, Versioned};
+pub use config::{
+    Builder, Durability, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
+    REFRESH_DEBOUNCE,
+};
+pub use error::Error;
+pub use stats::Stats;
+pub use topology::{parse_cluster_shards, parse_cluster_slots, MapError, SlotRange};
+pub use value::Value;
+pub use zaris_core::{KvStatus, StopReason, TransportFailure};

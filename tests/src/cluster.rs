@@ -1,0 +1,570 @@
+//! A real Redis Cluster (or Valkey cluster) on 127.0.0.1, built by hand
+//! from [`RedisNode`]s: masters with their slots, replicas synced, and the
+//! churn events the client is tested under (manual failover, slot
+//! migration step by step, `kill -9`, scale-out, the dead node's return).
+//! Every node is killed when the cluster is dropped.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::{Frame, RedisNode, RespConn};
+
+/// Cluster bus time-out: a dead master is failed over in a second or two.
+const NODE_TIMEOUT_MS: &str = "1000";
+/// How long any convergence may take before the harness gives up.
+const CONVERGE: Duration = Duration::from_secs(30);
+
+/// Settings every node runs with.
+const NODE_ARGS: &[&str] = &[
+    "--cluster-node-timeout",
+    NODE_TIMEOUT_MS,
+    // A replica may take over however stale its data (tests kill masters).
+    "--cluster-replica-validity-factor",
+    "0",
+    "--cluster-allow-replica-migration",
+    "no",
+    // Replicas sync at once instead of after the default 5 s delay.
+    "--repl-diskless-sync",
+    "yes",
+    "--repl-diskless-sync-delay",
+    "0",
+];
+
+/// A running cluster.
+pub struct Cluster {
+    binary: String,
+    nodes: Vec<RedisNode>,
+    ids: Vec<String>,
+}
+
+fn text(frame: &Frame) -> String {
+    match frame {
+        Frame::BulkString(b) | Frame::SimpleString(b) => String::from_utf8_lossy(b).into_owned(),
+        Frame::Error(e) => format!("-{e}"),
+        Frame::Integer(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn ok(frame: Frame, what: &str) -> io::Result<()> {
+    match &frame {
+        Frame::SimpleString(s) if s == b"OK" => Ok(()),
+        other => Err(io::Error::other(format!("{what}: {}", text(other)))),
+    }
+}
+
+/// Polls `check` until it holds or [`CONVERGE`] passes.
+fn wait_until(what: &str, mut check: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
+    let started = Instant::now();
+    loop {
+        if check().unwrap_or(false) {
+            return Ok(());
+        }
+        if started.elapsed() > CONVERGE {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("cluster never got there: {what}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Redis's own split of the slots over `masters` (what `redis-cli
+/// --cluster create` assigns): 0-5460, 5461-10922, 10923-16383 for three.
+#[must_use]
+pub fn default_split(masters: usize) -> Vec<(u16, u16)> {
+    let per = 16384.0 / masters as f64;
+    let mut cursor = 0.0;
+    let mut first = 0u16;
+    (0..masters)
+        .map(|i| {
+            let last = if i + 1 == masters {
+                16383
+            } else {
+                (cursor + per - 1.0).round() as u16
+            };
+            let range = (first, last);
+            first = last + 1;
+            cursor += per;
+            range
+        })
+        .collect()
+}
+
+impl Cluster {
+    /// Starts `masters` masters with `replicas` replicas each, assigns the
+    /// slots, and waits for `cluster_state:ok` everywhere and every replica
+    /// in sync.
+    ///
+    /// # Errors
+    /// A node did not start, or the cluster did not converge.
+    pub fn start(binary: &str, masters: usize, replicas: usize) -> io::Result<Self> {
+        let total = masters * (1 + replicas);
+        let mut cluster = Self {
+            binary: binary.to_owned(),
+            nodes: Vec::new(),
+            ids: Vec::new(),
+        };
+        for _ in 0..total {
+            cluster.spawn_node()?;
+        }
+        for (i, (first, last)) in default_split(masters).into_iter().enumerate() {
+            let (first, last) = (first.to_string(), last.to_string());
+            ok(
+                cluster.conn(i)?.command(&[
+                    b"CLUSTER",
+                    b"ADDSLOTSRANGE",
+                    first.as_bytes(),
+                    last.as_bytes(),
+                ])?,
+                "ADDSLOTSRANGE",
+            )?;
+        }
+        for i in 1..total {
+            cluster.meet(i)?;
+        }
+        cluster.wait_all_known()?;
+        for r in 0..masters * replicas {
+            let replica = masters + r;
+            let master_id = cluster.ids[r % masters].clone();
+            wait_until("replica knows its master", || {
+                Ok(cluster.conn(replica)?.command(&[
+                    b"CLUSTER",
+                    b"REPLICATE",
+                    master_id.as_bytes(),
+                ])? == crate::simple("OK"))
+            })?;
+        }
+        cluster.wait_healthy()?;
+        tracing::info!(masters, replicas, "cluster up");
+        Ok(cluster)
+    }
+
+    fn spawn_node(&mut self) -> io::Result<usize> {
+        let node = RedisNode::start_cluster_node(&self.binary, NODE_ARGS)?;
+        let id = text(&node.connect()?.command(&[b"CLUSTER", b"MYID"])?);
+        self.nodes.push(node);
+        self.ids.push(id);
+        Ok(self.nodes.len() - 1)
+    }
+
+    fn meet(&self, i: usize) -> io::Result<()> {
+        let port = self.nodes[0].port().to_string();
+        ok(
+            self.conn(i)?
+                .command(&[b"CLUSTER", b"MEET", b"127.0.0.1", port.as_bytes()])?,
+            "MEET",
+        )
+    }
+
+    fn wait_all_known(&self) -> io::Result<()> {
+        let running = self.running();
+        wait_until("every node knows every other", || {
+            for &i in &running {
+                let nodes = text(&self.conn(i)?.command(&[b"CLUSTER", b"NODES"])?);
+                if nodes.lines().filter(|l| !l.contains("handshake")).count() < self.nodes.len() {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    /// Waits for `cluster_state:ok` on every running node, every running
+    /// replica in sync with its master, and all nodes agreeing on who owns
+    /// every slot.
+    ///
+    /// # Errors
+    /// It did not get there in time.
+    pub fn wait_healthy(&self) -> io::Result<()> {
+        wait_until(
+            "cluster_state:ok, replicas in sync, one view of the slots",
+            || {
+                let mut views = Vec::new();
+                for i in self.running() {
+                    let mut conn = self.conn(i)?;
+                    if !text(&conn.command(&[b"CLUSTER", b"INFO"])?).contains("cluster_state:ok") {
+                        return Ok(false);
+                    }
+                    let replication = text(&conn.command(&[b"INFO", b"replication"])?);
+                    if replication.contains("role:slave")
+                        && !replication.contains("master_link_status:up")
+                    {
+                        return Ok(false);
+                    }
+                    views.push(self.slot_map_of(i)?);
+                }
+                Ok(views.windows(2).all(|w| w[0] == w[1]))
+            },
+        )
+    }
+
+    /// Slot ranges and the address of their master, as node `i` sees them
+    /// (`CLUSTER SLOTS`), sorted.
+    fn slot_map_of(&self, i: usize) -> io::Result<Vec<(i64, i64, String)>> {
+        let Frame::Array(entries) = self.conn(i)?.command(&[b"CLUSTER", b"SLOTS"])? else {
+            return Err(io::Error::other("CLUSTER SLOTS is not an array"));
+        };
+        let mut map = Vec::new();
+        for entry in entries {
+            if let Frame::Array(parts) = entry {
+                if let [Frame::Integer(first), Frame::Integer(last), Frame::Array(master), ..] =
+                    parts.as_slice()
+                {
+                    if let [host, Frame::Integer(port), ..] = master.as_slice() {
+                        map.push((*first, *last, format!("{}:{port}", text(host))));
+                    }
+                }
+            }
+        }
+        map.sort();
+        Ok(map)
+    }
+
+    /// The indexes of the nodes not killed.
+    #[must_use]
+    pub fn running(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].is_running())
+            .collect()
+    }
+
+    /// Node `i`'s address.
+    #[must_use]
+    pub fn addr(&self, i: usize) -> String {
+        self.nodes[i].addr()
+    }
+
+    /// Every node's address (seeds for a client).
+    #[must_use]
+    pub fn addrs(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisNode::addr).collect()
+    }
+
+    /// The index of the node at `addr`.
+    #[must_use]
+    pub fn index_of(&self, addr: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.addr() == addr)
+    }
+
+    /// A fresh connection to node `i`.
+    ///
+    /// # Errors
+    /// The node does not accept it.
+    pub fn conn(&self, i: usize) -> io::Result<RespConn> {
+        self.nodes[i].connect()
+    }
+
+    /// A connection to any running node.
+    ///
+    /// # Errors
+    /// None accepts it.
+    pub fn any_conn(&self) -> io::Result<RespConn> {
+        let first = *self
+            .running()
+            .first()
+            .ok_or_else(|| io::Error::other("no node running"))?;
+        self.conn(first)
+    }
+
+    /// `CLUSTER KEYSLOT key`, asked of a running node.
+    ///
+    /// # Errors
+    /// No node answers.
+    pub fn keyslot(&self, key: &[u8]) -> io::Result<u16> {
+        match self.any_conn()?.command(&[b"CLUSTER", b"KEYSLOT", key])? {
+            Frame::Integer(slot) => u16::try_from(slot).map_err(io::Error::other),
+            other => Err(io::Error::other(text(&other))),
+        }
+    }
+
+    /// The address of `slot`'s master according to `CLUSTER SHARDS`.
+    ///
+    /// # Errors
+    /// No node answers, or no online master serves the slot.
+    pub fn owner_by_shards(&self, slot: u16) -> io::Result<String> {
+        let Frame::Array(shards) = self.any_conn()?.command(&[b"CLUSTER", b"SHARDS"])? else {
+            return Err(io::Error::other("CLUSTER SHARDS is not an array"));
+        };
+        let field = |items: &[Frame], name: &str| -> Option<Frame> {
+            items
+                .chunks(2)
+                .find(|kv| text(&kv[0]) == name)
+                .map(|kv| kv[1].clone())
+        };
+        for shard in shards {
+            let Frame::Array(shard) = shard else { continue };
+            let Some(Frame::Array(slots)) = field(&shard, "slots") else {
+                continue;
+            };
+            let covers = slots.chunks(2).any(|r| match r {
+                [Frame::Integer(a), Frame::Integer(b)] => (*a..=*b).contains(&i64::from(slot)),
+                _ => false,
+            });
+            if !covers {
+                continue;
+            }
+            let Some(Frame::Array(nodes)) = field(&shard, "nodes") else {
+                continue;
+            };
+            for node in nodes {
+                let Frame::Array(node) = node else { continue };
+                let role = field(&node, "role").map(|f| text(&f));
+                let health = field(&node, "health").map(|f| text(&f));
+                if role.as_deref() == Some("master") && health.as_deref() == Some("online") {
+                    let ip = field(&node, "ip").map(|f| text(&f)).unwrap_or_default();
+                    let port = field(&node, "port").map(|f| text(&f)).unwrap_or_default();
+                    return Ok(format!("{ip}:{port}"));
+                }
+            }
+        }
+        Err(io::Error::other(format!(
+            "no online master serves slot {slot}"
+        )))
+    }
+
+    /// The master (running, holding slots) that serves `slot`.
+    ///
+    /// # Errors
+    /// No node answers.
+    pub fn owner_index(&self, slot: u16) -> io::Result<usize> {
+        let addr = self.owner_by_shards(slot)?;
+        self.index_of(&addr)
+            .ok_or_else(|| io::Error::other(format!("{addr} is not ours")))
+    }
+
+    /// Whether node `i` is a master.
+    ///
+    /// # Errors
+    /// It does not answer.
+    pub fn is_master(&self, i: usize) -> io::Result<bool> {
+        Ok(text(&self.conn(i)?.command(&[b"INFO", b"replication"])?).contains("role:master"))
+    }
+
+    /// A running replica of master `m`.
+    ///
+    /// # Errors
+    /// It has none.
+    pub fn replica_of(&self, m: usize) -> io::Result<usize> {
+        let id = &self.ids[m];
+        for i in self.running() {
+            let nodes = text(&self.conn(i)?.command(&[b"CLUSTER", b"NODES"])?);
+            let me = nodes
+                .lines()
+                .find(|l| l.contains("myself"))
+                .unwrap_or_default();
+            if me.split(' ').nth(3) == Some(id.as_str()) {
+                return Ok(i);
+            }
+        }
+        Err(io::Error::other(format!("node {m} has no running replica")))
+    }
+
+    /// A manual `CLUSTER FAILOVER` on `replica`: it becomes the master of
+    /// its shard, and the cluster agrees.
+    ///
+    /// # Errors
+    /// The failover did not complete.
+    pub fn failover(&self, replica: usize) -> io::Result<()> {
+        ok(
+            self.conn(replica)?.command(&[b"CLUSTER", b"FAILOVER"])?,
+            "CLUSTER FAILOVER",
+        )?;
+        wait_until("the replica is master", || self.is_master(replica))?;
+        self.wait_healthy()
+    }
+
+    /// `kill -9` of node `i`.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+    }
+
+    /// Waits until a replica has taken over from the killed master `dead`
+    /// (its slots are served by a running node) and the cluster is healthy.
+    ///
+    /// # Errors
+    /// No replica took over in time.
+    pub fn wait_failover_of(&self, dead: usize, slot: u16) -> io::Result<usize> {
+        let dead_addr = self.addr(dead);
+        wait_until("a replica took over", || {
+            Ok(self.owner_by_shards(slot)? != dead_addr)
+        })?;
+        self.wait_healthy()?;
+        self.owner_index(slot)
+    }
+
+    /// Brings the killed node `i` back and makes it a replica of the master
+    /// that now serves `slot` (one of its old slots). Redis turns a
+    /// returning master into a replica by itself when one node took all its
+    /// slots; when they went to several, it stays an empty master, and an
+    /// operator tells it whom to follow, as here.
+    ///
+    /// # Errors
+    /// It did not come back or sync.
+    pub fn restart(&mut self, i: usize, slot: u16) -> io::Result<()> {
+        self.nodes[i].restart()?;
+        let owner = self.owner_index(slot)?;
+        wait_until("the returning node follows the new master", || {
+            if !self.is_master(i)? {
+                return Ok(true);
+            }
+            let reply =
+                self.conn(i)?
+                    .command(&[b"CLUSTER", b"REPLICATE", self.ids[owner].as_bytes()])?;
+            Ok(reply == crate::simple("OK"))
+        })?;
+        self.wait_healthy()
+    }
+
+    /// Starts a new, empty master and introduces it to the cluster.
+    ///
+    /// # Errors
+    /// It did not start or join.
+    pub fn add_master(&mut self) -> io::Result<usize> {
+        let i = self.spawn_node()?;
+        self.meet(i)?;
+        self.wait_all_known()?;
+        // It takes slots only once it sees the cluster as whole.
+        self.wait_healthy()?;
+        Ok(i)
+    }
+
+    /// Starts moving `slot` from `from` to `to` (IMPORTING on the target,
+    /// MIGRATING on the source): from now on the source answers `ASK` for
+    /// keys it no longer has, and `TRYAGAIN` for multi-key commands over
+    /// keys split between the two.
+    ///
+    /// # Errors
+    /// A node refused.
+    pub fn begin_migration(&self, slot: u16, from: usize, to: usize) -> io::Result<()> {
+        let s = slot.to_string();
+        ok(
+            self.conn(to)?.command(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s.as_bytes(),
+                b"IMPORTING",
+                self.ids[from].as_bytes(),
+            ])?,
+            "IMPORTING",
+        )?;
+        ok(
+            self.conn(from)?.command(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s.as_bytes(),
+                b"MIGRATING",
+                self.ids[to].as_bytes(),
+            ])?,
+            "MIGRATING",
+        )
+    }
+
+    /// Moves `keys` from `from` to `to` (`MIGRATE`).
+    ///
+    /// # Errors
+    /// A node refused.
+    pub fn migrate_keys(&self, from: usize, to: usize, keys: &[Vec<u8>]) -> io::Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let port = self.nodes[to].port().to_string();
+        let mut args: Vec<&[u8]> = vec![
+            b"MIGRATE",
+            b"127.0.0.1",
+            port.as_bytes(),
+            b"",
+            b"0",
+            b"5000",
+            b"REPLACE",
+            b"KEYS",
+        ];
+        args.extend(keys.iter().map(Vec::as_slice));
+        match self.conn(from)?.command(&args)? {
+            Frame::SimpleString(s) if s == b"OK" || s == b"NOKEY" => Ok(()),
+            other => Err(io::Error::other(format!("MIGRATE: {}", text(&other)))),
+        }
+    }
+
+    /// The keys node `i` holds in `slot` (up to 10000).
+    ///
+    /// # Errors
+    /// The node does not answer.
+    pub fn keys_in_slot(&self, i: usize, slot: u16) -> io::Result<Vec<Vec<u8>>> {
+        let s = slot.to_string();
+        match self
+            .conn(i)?
+            .command(&[b"CLUSTER", b"GETKEYSINSLOT", s.as_bytes(), b"10000"])?
+        {
+            Frame::Array(keys) => Ok(keys
+                .into_iter()
+                .filter_map(|k| match k {
+                    Frame::BulkString(k) => Some(k),
+                    _ => None,
+                })
+                .collect()),
+            other => Err(io::Error::other(text(&other))),
+        }
+    }
+
+    /// Ends a migration: `to` owns `slot`, told to every running master.
+    ///
+    /// # Errors
+    /// A node refused.
+    pub fn finish_migration(&self, slot: u16, to: usize) -> io::Result<()> {
+        let s = slot.to_string();
+        let mut targets = vec![to];
+        targets.extend(self.running().into_iter().filter(|&i| i != to));
+        for i in targets {
+            if !self.is_master(i)? {
+                continue;
+            }
+            ok(
+                self.conn(i)?.command(&[
+                    b"CLUSTER",
+                    b"SETSLOT",
+                    s.as_bytes(),
+                    b"NODE",
+                    self.ids[to].as_bytes(),
+                ])?,
+                "SETSLOT NODE",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Moves `slot` and all its keys from its owner to `to`, in one go.
+    ///
+    /// # Errors
+    /// A node refused.
+    pub fn move_slot(&self, slot: u16, to: usize) -> io::Result<()> {
+        let from = self.owner_index(slot)?;
+        if from == to {
+            return Ok(());
+        }
+        self.begin_migration(slot, from, to)?;
+        loop {
+            let keys = self.keys_in_slot(from, slot)?;
+            if keys.is_empty() {
+                break;
+            }
+            self.migrate_keys(from, to, &keys)?;
+        }
+        self.finish_migration(slot, to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_split_is_redis_cli_s() {
+        assert_eq!(
+            default_split(3),
+            vec![(0, 5460), (5461, 10922), (10923, 16383)]
+        );
+        assert_eq!(default_split(1), vec![(0, 16383)]);
+    }
+}
