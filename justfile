@@ -67,6 +67,31 @@ bench MODE="":
 bench-compare:
     cargo run -q -p zaris-bench --bin zaris-dashboard -- compare
 
+# Zaris's client vs redis-rs's async cluster client on a local cluster: throughput, latency, failover.
+bench-client MODE="":
+    cargo bench -p zaris-bench --bench client -- {{MODE}}
+
+# A local cluster for manual use (3 masters, 3 replicas); its seeds are printed. SERVER: redis-server or valkey-server.
+cluster-up SERVER="redis-server":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p target/zaris-cluster
+    if [ -f target/zaris-cluster/pid ] && kill -0 "$(cat target/zaris-cluster/pid)" 2>/dev/null; then
+        echo "a cluster is already up: $(cat target/zaris-cluster/seeds)"; exit 0
+    fi
+    cargo build -q -p zaris-tests --bin zaris-cluster
+    rm -f target/zaris-cluster/seeds
+    nohup target/debug/zaris-cluster {{SERVER}} target/zaris-cluster/seeds > target/zaris-cluster/log 2>&1 &
+    echo $! > target/zaris-cluster/pid
+    for _ in $(seq 600); do [ -s target/zaris-cluster/seeds ] && break; kill -0 "$(cat target/zaris-cluster/pid)" || { cat target/zaris-cluster/log; exit 1; }; sleep 0.1; done
+    echo "cluster up: $(cat target/zaris-cluster/seeds)   (just cluster-down stops it)"
+
+# Stops the cluster `just cluster-up` started.
+cluster-down:
+    #!/usr/bin/env bash
+    if [ -f target/zaris-cluster/pid ] && kill "$(cat target/zaris-cluster/pid)" 2>/dev/null; then echo "cluster stopped"; else echo "no cluster running"; fi
+    rm -f target/zaris-cluster/pid target/zaris-cluster/seeds
+
 # The dashboard page and charts from the recorded history (no benchmarking).
 dashboard:
     cargo run -q -p zaris-bench --bin zaris-dashboard -- render

@@ -403,8 +403,8 @@ impl Cluster {
     /// # Errors
     /// It did not come back or sync.
     pub fn restart(&mut self, i: usize, slot: u16) -> io::Result<()> {
-        self.nodes[i].restart()?;
         let owner = self.owner_index(slot)?;
+        self.nodes[i].restart()?;
         wait_until("the returning node follows the new master", || {
             if !self.is_master(i)? {
                 return Ok(true);
