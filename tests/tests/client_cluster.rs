@@ -214,6 +214,10 @@ struct Ledger {
     in_flight: AtomicUsize,
     ops: AtomicU64,
     failed: AtomicU64,
+    /// Keys whose write failed, in order.
+    failed_keys: Mutex<Vec<Vec<u8>>>,
+    /// Writes acknowledged so far.
+    acked: AtomicU64,
     /// The longest any operation took, in ms.
     longest_ms: AtomicU64,
 }
@@ -253,15 +257,17 @@ fn spawn_writers(
                 ledger.ops.fetch_add(1, Ordering::Relaxed);
                 {
                     let mut keys = ledger.keys.lock().unwrap();
-                    let log = keys.entry(key).or_default();
+                    let log = keys.entry(key.clone()).or_default();
                     if result.is_ok() {
                         *log = KeyLog {
                             acked: Some(value),
                             unacked_since: Vec::new(),
                         };
+                        ledger.acked.fetch_add(1, Ordering::Relaxed);
                     } else {
                         ledger.failed.fetch_add(1, Ordering::Relaxed);
                         log.unacked_since.push(value);
+                        ledger.failed_keys.lock().unwrap().push(key);
                     }
                 }
                 ledger.in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -411,9 +417,65 @@ fn churn(server: &str) {
     run_event("kill -9 of a master", &mut cluster, &mut |c| {
         let slot = 12000;
         let master = c.owner_index(slot).unwrap();
+        // The keys the dead master owns; writes to all others must go on.
+        let dead = c.addr(master);
+        let doomed = |client: &Client, ledger: &Ledger| -> Vec<Vec<u8>> {
+            let keys = ledger.keys.lock().unwrap();
+            let owned = |k: &&Vec<u8>| client.owner_of(k).as_deref() == Some(dead.as_str());
+            keys.keys().filter(owned).cloned().collect()
+        };
+        let doomed_plain = doomed(&plain, &plain_ledger);
+        let doomed_durable = doomed(&durable, &durable_ledger);
+        let failed_before = |ledger: &Ledger| ledger.failed_keys.lock().unwrap().len();
+        let before = (failed_before(&plain_ledger), failed_before(&durable_ledger));
+        // A reader of keys on the healthy shards runs through the failover.
+        let healthy: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("healthy:{i}").into_bytes())
+            .filter(|k| plain.owner_of(k).as_deref() != Some(dead.as_str()))
+            .collect();
+        let probing = Arc::new(AtomicBool::new(true));
+        let probe = rt.spawn({
+            let (client, probing, healthy) = (plain.clone(), probing.clone(), healthy.clone());
+            async move {
+                let (mut ok, mut failed) = (0u64, 0u64);
+                while probing.load(Ordering::Acquire) {
+                    for key in &healthy {
+                        match client.get(key).await {
+                            Ok(_) => ok += 1,
+                            Err(_) => failed += 1,
+                        }
+                    }
+                }
+                (ok, failed)
+            }
+        });
         c.kill(master);
         c.wait_failover_of(master, slot).unwrap();
         killed = Some(master);
+        probing.store(false, Ordering::Release);
+        let (reads, failed_reads) = rt.block_on(probe).unwrap();
+        let checks = [
+            (&plain_ledger, &doomed_plain, before.0),
+            (&durable_ledger, &doomed_durable, before.1),
+        ];
+        for (ledger, doomed, before) in checks {
+            for key in &ledger.failed_keys.lock().unwrap()[before..] {
+                let key = String::from_utf8_lossy(key);
+                assert!(
+                    doomed.iter().any(|d| String::from_utf8_lossy(d) == key),
+                    "{server}: a write to a healthy shard failed: {key}"
+                );
+            }
+        }
+        eprintln!("{server}: while the dead master failed over, {reads} reads of healthy shards succeeded, {failed_reads} failed");
+        assert_eq!(
+            failed_reads, 0,
+            "{server}: requests for healthy nodes keep flowing"
+        );
+        assert!(
+            reads > 200,
+            "{server}: requests for healthy nodes keep flowing"
+        );
     });
 
     run_event("a new master takes slots", &mut cluster, &mut |c| {
