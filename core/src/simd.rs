@@ -221,8 +221,8 @@ mod imp {
     }
 
     impl Engine for Clmul {
-        /// Two overlapping 128-bit loads.
-        const SHORT_KEY: usize = 32;
+        /// Up to four 128-bit loads, overlapping.
+        const SHORT_KEY: usize = 64;
 
         #[inline(always)]
         fn crc_of_block(self, block: u128, wide: bool) -> u16 {
@@ -361,6 +361,8 @@ mod imp {
             // big-endian number: one load and a byte swap, no shuffle.
             let word = key.first_chunk().map_or(0, |b| u64::from_be_bytes(*b));
             _mm_cvtsi64_si128(word as i64)
+        } else if n == 16 {
+            _mm_shuffle_epi8(load16(key, 0), window(&REVERSED, 0))
         } else if n > 8 {
             let load8 = |b: Option<&[u8; 8]>| match b {
                 // SAFETY: `b` is 8 readable bytes; `movq` loads exactly 8.
@@ -377,7 +379,7 @@ mod imp {
         }
     }
 
-    /// The short-key slot CRC (at most 32 bytes), all in vector registers:
+    /// The short-key slot CRC (at most 64 bytes), all in vector registers:
     /// brace positions by byte compare and move-mask over two overlapping
     /// loads (bit `p` of a mask is key byte `p`), then the CRC of the tag or
     /// of the key with no further look at braces.
@@ -386,23 +388,7 @@ mod imp {
     fn short_key_crc(key: &[u8]) -> u16 {
         let n = key.len();
         if n > 16 {
-            let (a, b) = (load16(key, 0), load16(key, n - 16));
-            let mask = |b8: u8| {
-                let needle = _mm_set1_epi8(b8 as i8);
-                let hits = |v| _mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u32;
-                hits(a) | hits(b) << (n - 16)
-            };
-            let opens = mask(b'{');
-            if opens != 0 {
-                let open = opens.trailing_zeros() as usize;
-                // Bits past `open` (none when `open` is the last byte).
-                let closes = mask(b'}') & u32::MAX.checked_shl(open as u32 + 1).unwrap_or(0);
-                let close = closes.trailing_zeros() as usize;
-                if closes != 0 && close > open + 1 {
-                    return plain_crc(key.get(open + 1..close).unwrap_or_default());
-                }
-            }
-            return crc_of_two(a, b, n);
+            return mid_key_crc(key);
         }
         let v = load_block(key);
         let mask = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
@@ -425,12 +411,67 @@ mod imp {
         barrett(v, n > 8)
     }
 
-    /// CRC from state 0 of at most 32 bytes, braces or not.
+    /// [`short_key_crc`] of 17 to 64 bytes, kept out of line so that the
+    /// 16-byte path stays a small leaf with nothing to spill.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline(never)]
+    fn mid_key_crc(key: &[u8]) -> u16 {
+        let n = key.len();
+        if n > 32 {
+            // The third load reads zeros below 48 bytes; the last overlaps.
+            let loads = [
+                load16(key, 0),
+                load16(key, 16),
+                load16(key, 32),
+                load16(key, n - 16),
+            ];
+            return match tag_span(loads, n) {
+                Some(tag) => plain_crc(key.get(tag).unwrap_or_default()),
+                None => crc_of_blocks(key),
+            };
+        }
+        let loads = [load16(key, 0), load16(key, n - 16)];
+        match tag_span(loads, n) {
+            Some(tag) => plain_crc(key.get(tag).unwrap_or_default()),
+            None => crc_of_two(loads[0], loads[1], n),
+        }
+    }
+
+    /// The hash tag of a key of `n` (17 to 64) bytes loaded as `loads`: 16
+    /// bytes from offsets 0, 16, ... and the last 16 from `n - 16`. Brace
+    /// positions come from byte compares and move-masks (bit `p` is key
+    /// byte `p`; overlapping loads set the same bits).
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn tag_span<const L: usize>(loads: [__m128i; L], n: usize) -> Option<core::ops::Range<usize>> {
+        let mask = |b8: u8| {
+            let needle = _mm_set1_epi8(b8 as i8);
+            let hits = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u16);
+            let mut bits = hits(loads[L - 1]) << (n - 16);
+            for (i, &v) in loads[..L - 1].iter().enumerate() {
+                bits |= hits(v) << (16 * i);
+            }
+            bits
+        };
+        let opens = mask(b'{');
+        if opens == 0 {
+            return None;
+        }
+        let open = opens.trailing_zeros() as usize;
+        // Bits past `open` (none when `open` is the last byte).
+        let closes = mask(b'}') & u64::MAX.checked_shl(open as u32 + 1).unwrap_or(0);
+        let close = closes.trailing_zeros() as usize;
+        (closes != 0 && close > open + 1).then_some(open + 1..close)
+    }
+
+    /// CRC from state 0 of at most 64 bytes, braces or not.
     #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
     #[inline]
     fn plain_crc(bytes: &[u8]) -> u16 {
         let n = bytes.len();
-        if n > 16 {
+        if n > 32 {
+            crc_of_blocks(bytes)
+        } else if n > 16 {
             crc_of_two(load16(bytes, 0), load16(bytes, n - 16), n)
         } else {
             barrett(load_block(bytes), n > 8)
@@ -445,6 +486,23 @@ mod imp {
         let head = _mm_shuffle_epi8(first, window(&REVERSED, 32 - n));
         let tail = _mm_shuffle_epi8(last, window(&REVERSED, 0));
         barrett(fold_into(head, tail, keys(FOLD_128)), true)
+    }
+
+    /// CRC from state 0 of `n` (33 to 64) bytes: the first `n` mod 16 (or
+    /// 16) padded in front, then each whole block folded in.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    fn crc_of_blocks(bytes: &[u8]) -> u16 {
+        let n = bytes.len();
+        let head = n - 16 * (n.div_ceil(16) - 1);
+        let mut acc = _mm_shuffle_epi8(load16(bytes, 0), window(&REVERSED, 16 - head));
+        let mut at = head;
+        while at < n {
+            let block = _mm_shuffle_epi8(load16(bytes, at), window(&REVERSED, 0));
+            acc = fold_into(acc, block, keys(FOLD_128));
+            at += 16;
+        }
+        barrett(acc, true)
     }
 
     /// The engine-generic code, compiled whole for these CPU features so
@@ -811,9 +869,10 @@ mod tests {
 
     #[test]
     fn short_and_long_key_paths_agree_with_the_portable_engine() {
-        // Braces at every position pair of keys up to 40 bytes, all engines.
-        for len in 0..=40usize {
-            let base: heapless::Vec<u8, 40> = bytes(len, 11).map(|b| b'a' + b % 26).collect();
+        // Braces at every position pair of keys up to 72 bytes (past the
+        // 64-byte register path), all engines.
+        for len in 0..=72usize {
+            let base: heapless::Vec<u8, 72> = bytes(len, 11).map(|b| b'a' + b % 26).collect();
             for open in 0..=len {
                 for close in 0..=len {
                     let mut key = base.clone();
