@@ -143,13 +143,28 @@ pub fn slot_for_utf16(units: &[u16]) -> u16 {
 /// here is the UTF-16 image of the tag in the UTF-8 encoding.
 #[must_use]
 pub fn hash_tag_span_utf16(units: &[u16]) -> Option<Range<usize>> {
-    let open = units.iter().position(|&u| u == u16::from(b'{'))?;
-    let close = open
-        + 1
-        + units[open + 1..]
-            .iter()
-            .position(|&u| u == u16::from(b'}'))?;
+    let open = find_unit(units, u16::from(b'{'))?;
+    let close = open + 1 + find_unit(&units[open + 1..], u16::from(b'}'))?;
     (close > open + 1).then_some(open + 1..close)
+}
+
+/// The first index of `unit` in `units`: 32 units a step with a branch-free
+/// compare the compiler vectorizes, then the exact place in that step.
+fn find_unit(units: &[u16], unit: u16) -> Option<usize> {
+    const STEP: usize = 32;
+    let mut chunks = units.chunks_exact(STEP);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |hit, &u| hit | (u == unit)) {
+            return chunk.iter().position(|&u| u == unit).map(|i| base + i);
+        }
+        base += STEP;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&u| u == unit)
+        .map(|i| base + i)
 }
 
 /// CRC-16 of the UTF-8 encoding of `units`, encoded through a stack buffer.
@@ -159,9 +174,23 @@ fn crc16_utf16(units: &[u16]) -> u16 {
     /// An ASCII run is copied eight units at a time.
     const RUN: usize = 8;
     let mut buf = [0u8; BUF];
-    let mut len = 0;
     let mut crc = 0;
     let mut i = 0;
+    // All-ASCII stretches a buffer at a time: one check and one narrowing
+    // copy the compiler vectorizes, then the SIMD CRC.
+    while let Some(rest) = units.get(i..).filter(|r| !r.is_empty()) {
+        let chunk = &rest[..rest.len().min(BUF)];
+        if chunk.iter().fold(0, |acc, &u| acc | u) >= 0x80 {
+            break;
+        }
+        for (dst, &unit) in buf.iter_mut().zip(chunk) {
+            *dst = unit as u8;
+        }
+        crc = crc16::update(crc, &buf[..chunk.len()]);
+        i += chunk.len();
+    }
+    // From the first stretch with other characters on, unit by unit.
+    let mut len = 0;
     while i < units.len() {
         // Room for one ASCII run or one character (at most 4 bytes).
         if len + RUN > BUF {
