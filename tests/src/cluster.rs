@@ -28,6 +28,9 @@ const NODE_ARGS: &[&str] = &[
     "yes",
     "--repl-diskless-sync-delay",
     "0",
+    // `DEBUG SLEEP` from 127.0.0.1, to hold a replica back (see `stall`).
+    "--enable-debug-command",
+    "local",
 ];
 
 /// A running cluster.
@@ -373,6 +376,23 @@ impl Cluster {
         )?;
         wait_until("the replica is master", || self.is_master(replica))?;
         self.wait_healthy()
+    }
+
+    /// Cuts replica `i` off from its master for `time`: it drops its
+    /// replication link (`CLIENT KILL TYPE master`) and freezes at once
+    /// (`DEBUG SLEEP`, from a thread of its own), so it cannot reconnect.
+    /// Whatever the master acknowledges meanwhile exists on the master alone.
+    ///
+    /// # Errors
+    /// The node does not accept the connection.
+    pub fn cut_off(&self, i: usize, time: Duration) -> io::Result<std::thread::JoinHandle<()>> {
+        let mut conn = self.conn(i)?;
+        let secs = format!("{:.3}", time.as_secs_f64());
+        Ok(std::thread::spawn(move || {
+            let kill: &[&[u8]] = &[b"CLIENT", b"KILL", b"TYPE", b"master"];
+            let sleep: &[&[u8]] = &[b"DEBUG", b"SLEEP", secs.as_bytes()];
+            let _ = conn.pipeline([kill, sleep]);
+        }))
     }
 
     /// `kill -9` of node `i`.
