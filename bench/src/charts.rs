@@ -148,28 +148,12 @@ fn slot_chart(record: &Record, kind: KeyKind, title: &str) -> Result<String> {
             (imp, points)
         })
         .collect();
-    let y = log_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)));
-    svg(|root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d((6f64..5500f64).log_scale(), y.log_scale())
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("key length (bytes)")
-            .y_desc("ns per key")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y}"))
-            .draw()
-            .map_err(plot_err)?;
-        for (i, (imp, points)) in series.into_iter().enumerate() {
-            line_with_points(&mut chart, imp, points, PALETTE[i % PALETTE.len()])?;
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
-    })
+    let series = series
+        .into_iter()
+        .enumerate()
+        .map(|(i, (imp, points))| (imp.to_owned(), points, PALETTE[i % PALETTE.len()]))
+        .collect();
+    by_length_chart(title, "ns per key", "", series, &[])
 }
 
 fn speedup_chart(record: &Record, title: &str) -> Result<String> {
@@ -187,13 +171,34 @@ fn speedup_chart(record: &Record, title: &str) -> Result<String> {
         .iter()
         .map(|&(len, x)| (len as f64, x))
         .collect();
-    let y = log_range(
-        series
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
-            .chain(bars.iter().map(|&(_, y)| y))
-            .chain([1.0]),
-    );
+    let series = series
+        .into_iter()
+        .enumerate()
+        .map(|(i, (peer, points))| {
+            (
+                format!("vs {peer}"),
+                points,
+                PALETTE[(i + 1) % PALETTE.len()],
+            )
+        })
+        .collect();
+    by_length_chart(title, "times faster than the peer", "x", series, &bars)
+}
+
+/// A named line of points, and its colour.
+type Series = (String, Vec<(f64, f64)>, RGBColor);
+
+/// A log-log chart against key length: a line per series, and `marks`
+/// (the bars to meet) as crosses.
+fn by_length_chart(
+    title: &str,
+    y_desc: &str,
+    y_unit: &str,
+    series: Vec<Series>,
+    marks: &[(f64, f64)],
+) -> Result<String> {
+    let values = series.iter().flat_map(|(_, p, _)| p.iter().chain(marks));
+    let y = log_range(values.map(|&(_, y)| y));
     svg(|root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(title, (FONT, 18))
@@ -205,27 +210,25 @@ fn speedup_chart(record: &Record, title: &str) -> Result<String> {
         chart
             .configure_mesh()
             .x_desc("key length (bytes)")
-            .y_desc("times faster than the peer")
+            .y_desc(y_desc)
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y}x"))
+            .y_label_formatter(&|y| format!("{y}{y_unit}"))
             .draw()
             .map_err(plot_err)?;
-        for (i, (peer, points)) in series.into_iter().enumerate() {
-            line_with_points(
-                &mut chart,
-                &format!("vs {peer}"),
-                points,
-                PALETTE[(i + 1) % PALETTE.len()],
-            )?;
+        for (name, points, color) in series {
+            line_with_points(&mut chart, &name, points, color)?;
         }
-        chart
-            .draw_series(
-                bars.iter()
-                    .map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))),
-            )
-            .map_err(plot_err)?
-            .label("the bar to meet")
-            .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+        if !marks.is_empty() {
+            chart
+                .draw_series(
+                    marks
+                        .iter()
+                        .map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))),
+                )
+                .map_err(plot_err)?
+                .label("the bar to meet")
+                .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+        }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
     })
 }

@@ -4,16 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use zaris_core::KvStatus;
 
-const STATUSES: [KvStatus; 8] = [
-    KvStatus::Ok,
-    KvStatus::NotFound,
-    KvStatus::Conflict,
-    KvStatus::Moved,
-    KvStatus::OwnershipChanging,
-    KvStatus::ReplicaWriteRejected,
-    KvStatus::Migrating,
-    KvStatus::Unavailable,
-];
+const STATUSES: [KvStatus; 8] = KvStatus::ALL;
 
 #[derive(Default)]
 pub(crate) struct Counters {
