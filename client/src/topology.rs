@@ -141,6 +141,14 @@ impl Snapshot {
         addr: &str,
         registry: &Registry,
     ) -> Option<(Self, u16)> {
+        // Most pushes repeat what the map says (every request that met the
+        // same MOVED brings the same hint): check before copying anything.
+        let (low, high) = (first.min(last), first.max(last).min(SLOT_COUNT - 1));
+        let settled =
+            (low..=high).all(|slot| self.owner_of_slot(slot).is_ok_and(|n| *n.addr == *addr));
+        if settled {
+            return None;
+        }
         let mut owners = self.owners.clone();
         let owner = match owners.iter().position(|n| *n.addr == *addr) {
             Some(i) => i,
