@@ -308,19 +308,21 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
         .collect();
     let y = log_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)));
     let commits: Vec<&str> = history.iter().map(Record::short_commit).collect();
+    // Empty runs to the right keep the legend off the latest points.
+    let legend_room = (runs as f64 * 0.4).max(1.0);
     svg(|root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(title, (FONT, 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(64)
-            .build_cartesian_2d(0.5f64..runs as f64 + 0.5, y.log_scale())
+            .build_cartesian_2d(0.5f64..runs as f64 + 0.5 + legend_room, y.log_scale())
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_desc("recorded run (commit)")
             .y_desc("median ns")
-            .x_labels(runs.min(12))
+            .x_labels((runs + legend_room.ceil() as usize + 1).min(24))
             .x_label_formatter(&|x| {
                 // Label whole run numbers only, with their commit.
                 let run = x.round();
