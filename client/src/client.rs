@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::try_join_all;
-use redis_protocol::resp2::encode::extend_encode_borrowed;
-use redis_protocol::resp2::types::{BorrowedFrame, BytesFrame};
+use redis_protocol::resp2::types::BytesFrame;
 use tracing::Instrument;
 use zaris_core::{
     hash_tag, parse_error_reply, slot_for_key, Decision, ErrorReply, KvStatus, Outcome, RetryLoop,
@@ -19,7 +18,7 @@ use zaris_core::{
 };
 
 use crate::config::{Builder, Config};
-use crate::conn::ConnError;
+use crate::conn::{encode, ConnError};
 use crate::refresh::{Gate, Refreshed};
 use crate::stats::{Counters, Stats};
 use crate::topology::{
@@ -71,16 +70,9 @@ struct Packed {
 }
 
 fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
-    let mut buf = BytesMut::new();
-    for args in commands {
-        let frames: Vec<BorrowedFrame<'_>> =
-            args.iter().map(|a| BorrowedFrame::BulkString(a)).collect();
-        extend_encode_borrowed(&mut buf, &BorrowedFrame::Array(&frames), false)
-            .expect("encoding into a growable buffer");
-    }
     Packed {
         name,
-        bytes: buf.freeze(),
+        bytes: encode(commands),
         replies: commands.len(),
     }
 }
@@ -583,6 +575,9 @@ impl Inner {
                 Err(AttemptError::Conn(ConnError::Protocol(why), node)) => {
                     return Err(Error::Protocol { node, detail: why })
                 }
+                Err(AttemptError::Conn(ConnError::Rejected(why), _)) => {
+                    return Err(Error::Server(why))
+                }
                 Err(AttemptError::Conn(ConnError::TooLarge { limit }, node)) => {
                     return Err(Error::ReplyTooLarge { node, limit })
                 }
@@ -645,7 +640,7 @@ impl Inner {
         };
         let failed = |e| AttemptError::Conn(e, node.addr.to_string());
         let conn = node
-            .connection(timeout, self.config.limits)
+            .connection(timeout, &self.config.conn)
             .await
             .map_err(failed)?;
         if !asking {
@@ -727,7 +722,7 @@ impl Inner {
     async fn fetch_map(&self, node: &Node) -> Result<Vec<crate::topology::SlotRange>, String> {
         let timeout = self.config.attempt_timeout;
         let conn = node
-            .connection(timeout, self.config.limits)
+            .connection(timeout, &self.config.conn)
             .await
             .map_err(|e| e.to_string())?;
         let ask = |args: &[&[u8]]| {

@@ -9,7 +9,9 @@ use zaris_core::{
     DEFAULT_REFRESH_WAIT, ENV_DISABLE_RETRIES, ENV_REFRESH_WAIT_MS, ENV_REQUEST_TIMEOUT,
 };
 
-use crate::conn::Limits;
+use std::sync::Arc;
+
+use crate::conn::{ConnOptions, Credentials, Limits};
 use crate::Error;
 
 /// The poll interval of SPEC section 5: a lost push heals within it.
@@ -31,13 +33,13 @@ pub struct Durability {
 }
 
 /// The resolved settings.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub policy: RetryPolicy,
     pub refresh_wait: Duration,
     pub poll_interval: Duration,
     pub attempt_timeout: Duration,
-    pub limits: Limits,
+    pub conn: ConnOptions,
     pub durability: Option<Durability>,
 }
 
@@ -55,6 +57,7 @@ pub struct Builder {
     attempt_timeout: Duration,
     max_reply_bytes: usize,
     durability: Option<Durability>,
+    auth: Option<Credentials>,
     env: EnvLookup,
 }
 
@@ -69,6 +72,7 @@ impl Default for Builder {
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             durability: None,
+            auth: None,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -139,6 +143,17 @@ impl Builder {
         self
     }
 
+    /// Authenticates every connection (`AUTH [username] password`), for
+    /// servers with `requirepass` (`username: None`) or ACL users.
+    #[must_use]
+    pub fn auth(mut self, username: Option<&str>, password: &str) -> Self {
+        self.auth = Some(Credentials {
+            username: username.map(str::to_owned),
+            password: password.to_owned(),
+        });
+        self
+    }
+
     /// Reads settings from `lookup` instead of the process environment
     /// (tests, embedding).
     #[must_use]
@@ -198,8 +213,11 @@ impl Builder {
                 .unwrap_or(DEFAULT_REFRESH_WAIT),
             poll_interval: self.poll_interval,
             attempt_timeout: self.attempt_timeout,
-            limits: Limits {
-                max_reply_bytes: self.max_reply_bytes.max(64),
+            conn: ConnOptions {
+                limits: Limits {
+                    max_reply_bytes: self.max_reply_bytes.max(64),
+                },
+                auth: self.auth.map(Arc::new),
             },
             durability: self.durability,
         })

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_bytes_mut;
-use redis_protocol::resp2::types::BytesFrame;
+use redis_protocol::resp2::encode::extend_encode_borrowed;
+use redis_protocol::resp2::types::{BorrowedFrame, BytesFrame};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use zaris_core::TransportFailure;
@@ -31,6 +32,8 @@ pub(crate) enum ConnError {
     TimedOut,
     /// The node sent bytes that are not RESP, or a reply nobody asked for.
     Protocol(String),
+    /// The node refused the connection's credentials (`AUTH`).
+    Rejected(String),
     /// A reply larger than the configured limit.
     TooLarge { limit: usize },
 }
@@ -42,7 +45,9 @@ impl ConnError {
             ConnError::Refused(_) => TransportFailure::ConnectionRefused,
             ConnError::Reset(_) => TransportFailure::ConnectionReset,
             ConnError::TimedOut => TransportFailure::TimedOut,
-            ConnError::Protocol(_) | ConnError::TooLarge { .. } => TransportFailure::Other,
+            ConnError::Protocol(_) | ConnError::Rejected(_) | ConnError::TooLarge { .. } => {
+                TransportFailure::Other
+            }
         }
     }
 }
@@ -54,6 +59,7 @@ impl std::fmt::Display for ConnError {
             ConnError::Reset(e) => write!(f, "connection lost: {e}"),
             ConnError::TimedOut => f.write_str("timed out"),
             ConnError::Protocol(e) => write!(f, "protocol violation: {e}"),
+            ConnError::Rejected(e) => write!(f, "credentials refused: {e}"),
             ConnError::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
         }
     }
@@ -85,6 +91,42 @@ pub(crate) struct Connection {
     alive: Arc<AtomicBool>,
 }
 
+/// Who the client is, for servers with `requirepass` or ACL users.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The ACL user (`None`: the default user, `AUTH <password>`).
+    pub username: Option<String>,
+    /// The password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How connections are made: limits and credentials.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnOptions {
+    pub limits: Limits,
+    pub auth: Option<Arc<Credentials>>,
+}
+
+/// The RESP encoding of `commands`, back to back.
+pub(crate) fn encode(commands: &[&[&[u8]]]) -> Bytes {
+    let mut buf = BytesMut::new();
+    for args in commands {
+        let frames: Vec<BorrowedFrame<'_>> =
+            args.iter().map(|a| BorrowedFrame::BulkString(a)).collect();
+        extend_encode_borrowed(&mut buf, &BorrowedFrame::Array(&frames), false)
+            .expect("encoding into a growable buffer");
+    }
+    buf.freeze()
+}
+
 /// Limits a connection enforces.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -93,11 +135,12 @@ pub(crate) struct Limits {
 }
 
 impl Connection {
-    /// Connects to `addr` within `timeout`.
+    /// Connects to `addr` within `timeout`, and authenticates when the
+    /// options carry credentials.
     pub(crate) async fn connect(
         addr: &str,
         timeout: Duration,
-        limits: Limits,
+        options: &ConnOptions,
     ) -> Result<Self, ConnError> {
         let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
             Err(_) => return Err(ConnError::TimedOut),
@@ -112,9 +155,34 @@ impl Connection {
             .map_err(|e| ConnError::Reset(e.to_string()))?;
         let (requests, queue) = mpsc::channel(4096);
         let alive = Arc::new(AtomicBool::new(true));
-        tokio::spawn(drive(stream, queue, alive.clone(), limits, addr.to_owned()));
+        tokio::spawn(drive(
+            stream,
+            queue,
+            alive.clone(),
+            options.limits,
+            addr.to_owned(),
+        ));
+        let conn = Self { requests, alive };
+        if let Some(auth) = &options.auth {
+            let password = auth.password.as_bytes();
+            let command = match &auth.username {
+                Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
+                None => encode(&[&[b"AUTH", password]]),
+            };
+            match conn.request(command, 1, timeout).await?.pop() {
+                Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
+                Some(BytesFrame::Error(why)) => {
+                    return Err(ConnError::Rejected(format!("{addr}: {why}")))
+                }
+                other => {
+                    return Err(ConnError::Protocol(format!(
+                        "{addr} answered AUTH with {other:?}"
+                    )))
+                }
+            }
+        }
         tracing::debug!(addr, "connected");
-        Ok(Self { requests, alive })
+        Ok(conn)
     }
 
     /// Whether the socket is still believed good.

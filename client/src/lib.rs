@@ -50,6 +50,7 @@ pub use config::{
     Builder, Durability, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
     REFRESH_DEBOUNCE,
 };
+pub use conn::Credentials;
 pub use error::Error;
 pub use stats::Stats;
 pub use topology::{parse_cluster_shards, parse_cluster_slots, MapError, SlotRange};

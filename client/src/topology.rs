@@ -9,7 +9,7 @@ use redis_protocol::resp2::types::BytesFrame;
 use tokio::sync::Mutex;
 use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
-use crate::conn::{ConnError, Connection, Limits};
+use crate::conn::{ConnError, ConnOptions, Connection};
 
 /// One node: its address and its one shared connection, made on first use
 /// and remade after it breaks.
@@ -33,7 +33,7 @@ impl Node {
     pub(crate) async fn connection(
         &self,
         timeout: std::time::Duration,
-        limits: Limits,
+        options: &ConnOptions,
     ) -> Result<Arc<Connection>, ConnError> {
         if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
             return Ok(conn);
@@ -44,7 +44,7 @@ impl Node {
         if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
             return Ok(conn);
         }
-        let conn = Arc::new(Connection::connect(&self.addr, timeout, limits).await?);
+        let conn = Arc::new(Connection::connect(&self.addr, timeout, options).await?);
         self.conn.store(Some(conn.clone()));
         Ok(conn)
     }

@@ -176,7 +176,13 @@ impl RedisNode {
                 )));
             }
             if let Ok(mut conn) = self.connect() {
-                if conn.command(&[b"PING"]).is_ok_and(|f| f == simple("PONG")) {
+                // A server with `requirepass` answers NOAUTH: it is up too.
+                let up = |f: &OwnedFrame| match f {
+                    OwnedFrame::SimpleString(s) => s == b"PONG",
+                    OwnedFrame::Error(e) => e.starts_with("NOAUTH"),
+                    _ => false,
+                };
+                if conn.command(&[b"PING"]).is_ok_and(|f| up(&f)) {
                     return Ok(());
                 }
             }
