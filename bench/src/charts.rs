@@ -71,37 +71,35 @@ pub fn render_all(history: &[Record], out: &Path) -> Result<Vec<Chart>> {
         .ok_or_else(|| anyhow!("no recorded run to chart"))?;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut charts = Vec::new();
-    let mut write = |file: String, title: String, svg: String| -> Result<()> {
+    // Draws one chart titled `title` into `file`.
+    let mut write = |file: String, title: String, draw: &dyn Fn(&str) -> Result<String>| {
         let path: PathBuf = out.join(&file);
+        let svg = draw(&title)?;
         fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
         charts.push(Chart { file, title });
-        Ok(())
+        Ok::<(), anyhow::Error>(())
     };
     for kind in KeyKind::ALL {
-        let title = format!("slot for {} keys: ns per key by key length", kind.name());
         write(
             format!("slot-{}.svg", kind.name()),
-            title.clone(),
-            slot_chart(latest, kind, &title)?,
+            format!("slot for {} keys: ns per key by key length", kind.name()),
+            &|title| slot_chart(latest, kind, title),
         )?;
     }
-    let title = "speed-up of slot_for_key over each peer (ASCII keys)".to_owned();
     write(
         "speedup.svg".into(),
-        title.clone(),
-        speedup_chart(latest, &title)?,
+        "speed-up of slot_for_key over each peer (ASCII keys)".into(),
+        &|title| speedup_chart(latest, title),
     )?;
-    let title = "route lookup: key to owner, ns per key (1024 keys in turn)".to_owned();
     write(
         "route.svg".into(),
-        title.clone(),
-        route_chart(latest, &title)?,
+        "route lookup: key to owner, ns per key (1024 keys in turn)".into(),
+        &|title| route_chart(latest, title),
     )?;
-    let title = "Zaris medians over recorded runs".to_owned();
     write(
         "trend.svg".into(),
-        title.clone(),
-        trend_chart(history, &title)?,
+        "Zaris medians over recorded runs".into(),
+        &|title| trend_chart(history, title),
     )?;
     Ok(charts)
 }

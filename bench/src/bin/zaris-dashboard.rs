@@ -47,6 +47,7 @@ impl Paths {
 fn main() {
     tracing_subscriber::fmt()
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
