@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{AsRangedCoord, SegmentValue};
 use plotters::prelude::*;
 
 use crate::bars::{speedup, BAR_GROUP, SPEEDUP_BARS};
@@ -117,6 +117,25 @@ fn svg(
     Ok(out)
 }
 
+/// A chart on an SVG page with coordinates `X` by `Y`.
+type Chart2d<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+/// A titled chart with room for axis labels: what every chart here shares.
+fn frame<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x: X,
+    y: Y,
+) -> Result<Chart2d<'a, 'b, X::CoordDescType, Y::CoordDescType>> {
+    ChartBuilder::on(root)
+        .caption(title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(plot_err)
+}
+
 /// A log range that holds every value with some room, never empty.
 fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values
@@ -195,16 +214,10 @@ fn by_length_chart(
     series: Vec<Series>,
     marks: &[(f64, f64)],
 ) -> Result<String> {
-    let values = series.iter().flat_map(|(_, p, _)| p.iter().chain(marks));
+    let values = series.iter().flat_map(|(_, p, _)| p).chain(marks);
     let y = log_range(values.map(|&(_, y)| y));
     svg(|root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d((6f64..5500f64).log_scale(), y.log_scale())
-            .map_err(plot_err)?;
+        let mut chart = frame(&root, title, (6f64..5500f64).log_scale(), y.log_scale())?;
         chart
             .configure_mesh()
             .x_desc("key length (bytes)")
@@ -239,13 +252,7 @@ fn route_chart(record: &Record, title: &str) -> Result<String> {
     let top = values.iter().map(|&(_, v)| v).fold(1.0, f64::max) * 1.2;
     let n = values.len() as u32;
     svg(|root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
-            .map_err(plot_err)?;
+        let mut chart = frame(&root, title, (0..n).into_segmented(), 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -309,13 +316,12 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
     // Empty runs to the right keep the legend off the latest points.
     let legend_room = (runs as f64 * 0.4).max(1.0);
     svg(|root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.5f64..runs as f64 + 0.5 + legend_room, y.log_scale())
-            .map_err(plot_err)?;
+        let mut chart = frame(
+            &root,
+            title,
+            0.5f64..runs as f64 + 0.5 + legend_room,
+            y.log_scale(),
+        )?;
         chart
             .configure_mesh()
             .x_desc("recorded run (commit)")
@@ -338,8 +344,8 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
     })
 }
 
-fn line_with_points<'a, X>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, LogCoord<f64>>>,
+fn line_with_points<X>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, LogCoord<f64>>>,
     name: &str,
     points: Vec<(f64, f64)>,
     color: RGBColor,
@@ -365,8 +371,8 @@ where
     Ok(())
 }
 
-fn legend<'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+fn legend<'a, 'b: 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
     position: SeriesLabelPosition,
 ) -> Result<()> {
     chart

@@ -588,10 +588,9 @@ impl Inner {
             };
             let failed_at = Instant::now();
             match retries.record(outcome, remaining()) {
-                Decision::Return => {
-                    return Err(final_error(outcome, retries.attempts(), None, detail))
-                }
-                Decision::Surface => {
+                // Replies were handed back above; what reaches here is an
+                // error status the loop will not retry.
+                Decision::Return | Decision::Surface => {
                     return Err(final_error(outcome, retries.attempts(), None, detail))
                 }
                 Decision::GiveUp(stop) => {

@@ -89,38 +89,25 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// A map with no owners (before the first refresh).
     pub(crate) fn empty() -> Self {
-        Self::from_parts(
-            vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice(),
-            Vec::new(),
-        )
-    }
-
-    fn from_parts(owners_by_slot: Box<[OwnerId]>, owners: Vec<Arc<Node>>) -> Self {
-        let table = SegmentTable::new(owners_by_slot).expect("16384 segments");
-        Self { table, owners }
+        let unowned = vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice();
+        Self {
+            table: SegmentTable::new(unowned).expect("16384 segments"),
+            owners: Vec::new(),
+        }
     }
 
     /// Builds a snapshot from a cluster map.
     pub(crate) fn from_ranges(ranges: &[SlotRange], registry: &Registry) -> Self {
-        let mut owners: Vec<Arc<Node>> = Vec::new();
-        let mut table =
-            SegmentTable::new(vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice())
-                .expect("16384 segments");
+        let mut map = Self::empty();
         for range in ranges {
-            let owner = match owners.iter().position(|n| *n.addr == *range.master) {
-                Some(i) => i,
-                None => {
-                    owners.push(registry.node(&range.master));
-                    owners.len() - 1
-                }
-            };
-            table.apply(&OwnershipChange {
+            let owner = owner_index(&mut map.owners, &range.master, registry);
+            map.table.apply(&OwnershipChange {
                 first_slot: range.first,
                 last_slot: range.last,
-                owner: owner as OwnerId,
+                owner,
             });
         }
-        Self { table, owners }
+        map
     }
 
     /// The node owning `slot`: a hash was already paid, this is one index.
@@ -150,19 +137,13 @@ impl Snapshot {
             return None;
         }
         let mut owners = self.owners.clone();
-        let owner = match owners.iter().position(|n| *n.addr == *addr) {
-            Some(i) => i,
-            None => {
-                owners.push(registry.node(addr));
-                owners.len() - 1
-            }
-        };
+        let owner = owner_index(&mut owners, addr, registry);
         let mut table =
             SegmentTable::new(self.table.owners().to_vec().into_boxed_slice()).expect("same size");
         let changed = table.apply(&OwnershipChange {
             first_slot: first,
             last_slot: last,
-            owner: owner as OwnerId,
+            owner,
         });
         (changed > 0).then(|| (Self { table, owners }, changed))
     }
@@ -179,6 +160,19 @@ impl Snapshot {
         }
         seen
     }
+}
+
+/// The index of the node at `addr` in `owners`, appended (from the
+/// registry) if it is not there yet.
+fn owner_index(owners: &mut Vec<Arc<Node>>, addr: &str, registry: &Registry) -> OwnerId {
+    let index = match owners.iter().position(|n| *n.addr == *addr) {
+        Some(i) => i,
+        None => {
+            owners.push(registry.node(addr));
+            owners.len() - 1
+        }
+    };
+    index as OwnerId
 }
 
 /// Slots `first..=last` are served by `master` (replicas listed too).
