@@ -550,6 +550,37 @@ mod browser_tests {
         }
     }
 
+    /// The module's CRC path (8 tables on wasm) against the one-bit-at-a-time
+    /// reference, on keys long enough to take every slicing step.
+    #[wasm_bindgen_test]
+    fn slots_in_the_browser_equal_the_bitwise_reference() {
+        fn reference(key: &[u8]) -> u16 {
+            let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+                let close = open + 1 + key[open + 1..].iter().position(|&b| b == b'}')?;
+                (close > open + 1).then(|| &key[open + 1..close])
+            });
+            zaris_core::crc16_bitwise(tag.unwrap_or(key)) & 0x3fff
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut byte = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Braces one byte in 32, so tags of every length turn up.
+            match x % 64 {
+                0 => b'{',
+                1 => b'}',
+                _ => (x >> 32) as u8,
+            }
+        };
+        for len in 0..600 {
+            for _ in 0..4 {
+                let key: Vec<u8> = (0..len).map(|_| byte()).collect();
+                assert_eq!(crate::slot_for_bytes(&key), reference(&key), "{key:?}");
+            }
+        }
+    }
+
     #[wasm_bindgen_test]
     fn the_api_in_a_browser() {
         let units: Vec<u16> = "{user1000}.following".encode_utf16().collect();
