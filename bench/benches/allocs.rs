@@ -14,7 +14,8 @@ use std::time::Duration;
 use zaris_bench::keys::{self, KeyKind};
 use zaris_core::{
     hash_tag, parse_error_reply, retry_delay, segment_for_key, slot_for_key, slot_for_utf16,
-    KvStatus, Outcome, OwnershipChange, RetryLoop, RetryPolicy, SegmentTable, NO_OWNER,
+    utf8_from_utf16_lossy, KvStatus, Outcome, OwnershipChange, RetryLoop, RetryPolicy,
+    SegmentTable, NO_OWNER,
 };
 
 struct Counting;
@@ -70,6 +71,11 @@ fn main() {
     counts.insert(
         "slot_for_utf16/non-ascii/256".into(),
         per_op(|| slot_for_utf16(black_box(&units))),
+    );
+    let mut utf8 = [0u8; 64];
+    counts.insert(
+        "utf8_from_utf16_lossy/non-ascii/256".into(),
+        per_op(|| utf8_from_utf16_lossy(black_box(&units), &mut utf8).1),
     );
     counts.insert(
         "hash_tag".into(),

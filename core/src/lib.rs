@@ -48,7 +48,7 @@ pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKO
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use placement::{
     hash_tag, hash_tag_span, hash_tag_span_utf16, segment_for_key, segment_for_slot, slot_for_key,
-    slot_for_utf16, SegmentCount, SegmentCountError, SLOT_COUNT,
+    slot_for_utf16, utf8_from_utf16_lossy, SegmentCount, SegmentCountError, SLOT_COUNT,
 };
 pub use policy::{
     parse_disable_retries, parse_refresh_wait_ms, parse_request_timeout, RetryPolicy, SettingError,

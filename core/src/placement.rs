@@ -171,51 +171,100 @@ fn find_unit(units: &[u16], unit: u16) -> Option<usize> {
 fn crc16_utf16(units: &[u16]) -> u16 {
     /// Large enough that long strings reach the SIMD path in one flush.
     const BUF: usize = 256;
-    /// An ASCII run is copied eight units at a time.
-    const RUN: usize = 8;
     let mut buf = [0u8; BUF];
     let mut crc = 0;
-    let mut i = 0;
-    // All-ASCII stretches a buffer at a time: one check and one narrowing
-    // copy the compiler vectorizes, then the SIMD CRC.
-    while let Some(rest) = units.get(i..).filter(|r| !r.is_empty()) {
+    let mut rest = units;
+    while !rest.is_empty() {
+        // An all-ASCII buffer's worth is one check and one narrowing copy,
+        // both of which the compiler vectorizes.
         let chunk = &rest[..rest.len().min(BUF)];
-        if chunk.iter().fold(0, |acc, &u| acc | u) >= 0x80 {
-            break;
-        }
-        for (dst, &unit) in buf.iter_mut().zip(chunk) {
-            *dst = unit as u8;
-        }
-        crc = crc16::update(crc, &buf[..chunk.len()]);
-        i += chunk.len();
-    }
-    // From the first stretch with other characters on, unit by unit.
-    let mut len = 0;
-    while i < units.len() {
-        // Room for one ASCII run or one character (at most 4 bytes).
-        if len + RUN > BUF {
-            crc = crc16::update(crc, &buf[..len]);
-            len = 0;
-        }
-        if let Some(run) = units[i..].first_chunk::<RUN>() {
-            if run.iter().fold(0, |acc, &u| acc | u) < 0x80 {
-                for (dst, &unit) in buf[len..len + RUN].iter_mut().zip(run) {
-                    *dst = unit as u8;
-                }
-                len += RUN;
-                i += RUN;
-                continue;
+        let (read, written) = if chunk.iter().fold(0, |acc, &u| acc | u) < 0x80 {
+            for (dst, &unit) in buf.iter_mut().zip(chunk) {
+                *dst = unit as u8;
             }
-        }
-        let (ch, width) = match char::decode_utf16(units[i..].iter().copied()).next() {
-            Some(Ok(ch)) => (ch, ch.len_utf16()),
-            // A lone surrogate is one unit wide.
-            _ => (char::REPLACEMENT_CHARACTER, 1),
+            (chunk.len(), chunk.len())
+        } else {
+            utf8_from_utf16_lossy(rest, &mut buf)
         };
-        i += width;
-        len += ch.encode_utf8(&mut buf[len..]).len();
+        crc = crc16::update(crc, &buf[..written]);
+        rest = &rest[read..];
     }
-    crc16::update(crc, &buf[..len])
+    crc
+}
+
+/// Encodes the start of `units` as UTF-8 into `out`, lone surrogates as
+/// U+FFFD (as `String::from_utf16_lossy` does), as many whole characters as
+/// fit: returns how many units were read and how many bytes written. Never
+/// allocates; with 8 bytes of room it always makes progress, so a caller
+/// with a small buffer encodes any text by calling again with the rest.
+///
+/// ASCII goes 32 or 8 units a step, in loops the compiler vectorizes. UTF-16
+/// hosts (JS, the JVM, .NET) use this to hand many keys over at once.
+///
+/// ```
+/// use zaris_core::utf8_from_utf16_lossy;
+/// let units: Vec<u16> = "κ{😀}".encode_utf16().chain([0xD800]).collect();
+/// let mut out = [0u8; 16];
+/// assert_eq!(utf8_from_utf16_lossy(&units, &mut out), (6, 11));
+/// assert_eq!(&out[..11], "κ{😀}\u{FFFD}".as_bytes());
+/// ```
+pub fn utf8_from_utf16_lossy(units: &[u16], out: &mut [u8]) -> (usize, usize) {
+    let (mut read, mut written) = (0, 0);
+    while let (Some(&first), Some(room)) = (
+        units.get(read),
+        out.get_mut(written..)
+            .and_then(<[u8]>::first_chunk_mut::<8>),
+    ) {
+        if first < 0x80 {
+            let step = ascii_run::<8>(&units[read..], room).unwrap_or_else(|| {
+                room[0] = first as u8;
+                1
+            });
+            read += step;
+            written += step;
+            continue;
+        }
+        read += 1;
+        let c = match first {
+            0xD800..=0xDBFF => match units.get(read) {
+                Some(&low @ 0xDC00..=0xDFFF) => {
+                    read += 1;
+                    0x1_0000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
+                }
+                _ => 0xFFFD,
+            },
+            0xDC00..=0xDFFF => 0xFFFD,
+            _ => u32::from(first),
+        };
+        // Continuation bytes carry six bits each under a 0b10 prefix.
+        let cont = |shift: u32| 0x80 | ((c >> shift) as u8 & 0x3F);
+        written += if c < 0x800 {
+            room[..2].copy_from_slice(&[0xC0 | (c >> 6) as u8, cont(0)]);
+            2
+        } else if c < 0x1_0000 {
+            room[..3].copy_from_slice(&[0xE0 | (c >> 12) as u8, cont(6), cont(0)]);
+            3
+        } else {
+            room[..4].copy_from_slice(&[0xF0 | (c >> 18) as u8, cont(12), cont(6), cont(0)]);
+            4
+        };
+    }
+    (read, written)
+}
+
+/// Copies `N` ASCII units from the front of `units` to `out` as bytes, if
+/// there are `N`, all ASCII, and room for them: `Some(N)`, else `None`.
+#[inline(always)]
+fn ascii_run<const N: usize>(units: &[u16], out: &mut [u8]) -> Option<usize> {
+    let run = units.first_chunk::<N>()?;
+    let room = out.first_chunk_mut::<N>()?;
+    if run.iter().fold(0, |acc, &u| acc | u) >= 0x80 {
+        return None;
+    }
+    for (dst, &unit) in room.iter_mut().zip(run) {
+        *dst = unit as u8;
+    }
+    Some(N)
 }
 
 /// The segment of `slot` when the cluster has `segments` segments: the

@@ -50,6 +50,7 @@ fn the_core_never_allocates() {
     let units: Vec<u16> = "κλειδί{δ}😀\u{0}".encode_utf16().chain([0xD800]).collect();
     let ascii_units: Vec<u16> = "user:1000:".repeat(100).encode_utf16().collect();
     let mut table = SegmentTable::new(vec![NO_OWNER; 16384].into_boxed_slice()).unwrap();
+    let mut utf8 = [0u8; 64];
     // Warm up run-time CPU detection (std_detect may initialise lazily).
     let _ = _benchable::simd_available();
 
@@ -70,6 +71,7 @@ fn the_core_never_allocates() {
         for u in [&units[..], &ascii_units[..]] {
             eat(slot_for_utf16(u).into());
             eat(hash_tag_span_utf16(u).map_or(0, |r| r.end as u64));
+            eat(utf8_from_utf16_lossy(u, &mut utf8).1 as u64);
         }
         eat(segment_for_slot(16383, 0).into());
         eat(SegmentCount::new(7).map_or(0, |c| c.first_slot(3).into()));

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use zaris_core::{
     _benchable, crc16, crc16_bitwise, hash_tag, parse_error_reply, slot_for_key, slot_for_utf16,
-    Crc16, SLOT_COUNT,
+    utf8_from_utf16_lossy, Crc16, SLOT_COUNT,
 };
 
 /// Random bytes, biased so that braces (the hash tag's delimiters) are
@@ -86,6 +86,29 @@ proptest! {
     )) {
         let lossy = String::from_utf16_lossy(&units);
         prop_assert_eq!(slot_for_utf16(&units), slot_for_key(lossy.as_bytes()));
+    }
+
+    #[test]
+    fn utf16_to_utf8_in_any_buffer_size_is_the_lossy_encoding(
+        units in prop::collection::vec(
+            prop_oneof![
+                6 => 0u16..0x80,
+                2 => any::<u16>(),
+                1 => 0xD800u16..0xE000,
+            ],
+            0..=300,
+        ),
+        room in 8usize..80,
+    ) {
+        let mut out = vec![0u8; room];
+        let (mut rest, mut utf8) = (&units[..], Vec::new());
+        while !rest.is_empty() {
+            let (read, written) = utf8_from_utf16_lossy(rest, &mut out);
+            prop_assert!(read > 0 && written <= room);
+            utf8.extend_from_slice(&out[..written]);
+            rest = &rest[read..];
+        }
+        prop_assert_eq!(utf8, String::from_utf16_lossy(&units).into_bytes());
     }
 
     #[test]
