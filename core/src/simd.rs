@@ -426,15 +426,29 @@ mod imp {
                 load16(key, n - 16),
             ];
             return match tag_span(loads, n) {
-                Some(tag) => plain_crc(key.get(tag).unwrap_or_default()),
+                Some(tag) => tag_crc(key, loads[0], tag),
                 None => crc_of_blocks(key),
             };
         }
         let loads = [load16(key, 0), load16(key, n - 16)];
         match tag_span(loads, n) {
-            Some(tag) => plain_crc(key.get(tag).unwrap_or_default()),
+            Some(tag) => tag_crc(key, loads[0], tag),
             None => crc_of_two(loads[0], loads[1], n),
         }
+    }
+
+    /// CRC of the tag at `tag` in `key`, whose first 16 bytes are `first`
+    /// (raw). A tag that ends within them (the usual `{user:1000}:...`) is
+    /// cut out of the register: reversed into place, then masked.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
+        if tag.end > 16 {
+            return plain_crc(key.get(tag).unwrap_or_default());
+        }
+        let len = tag.len();
+        let reversed = _mm_shuffle_epi8(first, window(&REVERSED, 16 - tag.end));
+        barrett(_mm_and_si128(reversed, window(&KEEP, 16 - len)), len > 8)
     }
 
     /// The hash tag of a key of `n` (17 to 64) bytes loaded as `loads`: 16
