@@ -68,10 +68,10 @@ mod imp {
         _mm512_clmulepi64_epi128, _mm512_cmpeq_epi8_mask, _mm512_extracti64x4_epi64,
         _mm512_inserti32x4, _mm512_loadu_si512, _mm512_set1_epi8, _mm512_set_epi64,
         _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_ternarylogic_epi64, _mm_and_si128,
-        _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32, _mm_cvtsi64_si128,
-        _mm_loadl_epi64, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8, _mm_srli_si128, _mm_unpacklo_epi64,
-        _mm_xor_si128,
+        _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32, _mm_cvtsi128_si64,
+        _mm_cvtsi64_si128, _mm_loadl_epi64, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8, _mm_srli_si128,
+        _mm_unpacklo_epi64, _mm_xor_si128,
     };
 
     /// `floor(x^80 / P)` without its `x^64` term: Barrett's constant for
@@ -401,6 +401,12 @@ mod imp {
             if closes != 0 {
                 let close_bit = 31 - closes.leading_zeros();
                 let len = (open_bit - close_bit - 1) as usize;
+                if len > 0 && open_bit <= 8 {
+                    // The tag lies in the low word: two shifts cut it out.
+                    let word = _mm_cvtsi128_si64(v) as u64;
+                    let tag = (word << (64 - 8 * open_bit)) >> (64 - 8 * len);
+                    return barrett(_mm_cvtsi64_si128(tag as i64), false);
+                }
                 if len > 0 {
                     let slid = _mm_shuffle_epi8(v, window(&SLIDE, close_bit as usize + 1));
                     let tag = _mm_and_si128(slid, window(&KEEP, 16 - len));
