@@ -19,14 +19,24 @@ default:
 # Every test: lint, unit/property/doc tests, real Redis and Valkey, no_std builds.
 test: lint
     @echo "==> workspace tests (unit, property, doc, real servers)"
-    cargo test --workspace
+    ZARIS_EXPECT_CLMUL=1 cargo test --workspace
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
     @echo "==> zaris-core builds with no std and no allocator"
     for target in {{no_std_targets}}; do \
         cargo build -p zaris-core --no-default-features --features serde --target "$target"; \
     done
+    just test-aarch64
     just test-web
+
+# zaris-core on aarch64 under qemu-user: the PMULL engine found at run time
+# (std), then chosen at compile time (no std, `+aes`).
+test-aarch64:
+    @echo "==> zaris-core on aarch64 (qemu-user): PMULL detected at run time"
+    ZARIS_EXPECT_CLMUL=1 cargo test -p zaris-core --target aarch64-unknown-linux-gnu
+    @echo "==> zaris-core on aarch64 without std: PMULL by target feature"
+    ZARIS_EXPECT_CLMUL=1 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+aes" \
+        cargo test -p zaris-core --no-default-features --target aarch64-unknown-linux-gnu --lib
 
 # The wasm build in headless Chromium (wasm-bindgen-test), the Node package, the playground end to end.
 test-web: web-build dashboard
@@ -44,6 +54,7 @@ lint:
         cargo clippy -p zaris-core --no-default-features --features serde --target "$target" -- -D warnings; \
     done
     cargo clippy -p zaris-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+    cargo clippy -p zaris-core --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
 
 # The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
 # (`just bench --quick`: criterion's quick mode, charted but not recorded).

@@ -201,22 +201,29 @@ impl Engine for Portable {
 
     #[inline(always)]
     fn short_key_crc(self, key: &[u8]) -> u16 {
-        let block = load_padded(key);
-        match tag_bounds(block) {
-            // Positions count from the top byte of the block.
-            Some((open, close)) if close > open + 1 => {
-                // Slide the tag down to the bottom and clear what was before it.
-                let len = close - open - 1;
-                let tag = (block >> (8 * (16 - close))) & ((1u128 << (8 * len)) - 1);
-                self.crc_of_block(tag, len > 8)
-            }
-            _ => self.crc_of_block(block, key.len() > 8),
-        }
+        short_key_crc_in_block(self, key)
     }
 
     #[inline(never)]
     fn long_key_crc(self, key: &[u8]) -> u16 {
         crate::placement::long_key_crc(self, key)
+    }
+}
+
+/// The CRC of the hashed part of a key of at most 16 bytes, held as one
+/// zero-padded 128-bit block, with engine `e` hashing the block.
+#[inline(always)]
+pub(crate) fn short_key_crc_in_block<E: Engine>(e: E, key: &[u8]) -> u16 {
+    let block = load_padded(key);
+    match tag_bounds(block) {
+        // Positions count from the top byte of the block.
+        Some((open, close)) if close > open + 1 => {
+            // Slide the tag down to the bottom and clear what was before it.
+            let len = close - open - 1;
+            let tag = (block >> (8 * (16 - close))) & ((1u128 << (8 * len)) - 1);
+            e.crc_of_block(tag, len > 8)
+        }
+        _ => e.crc_of_block(block, key.len() > 8),
     }
 }
 
@@ -238,8 +245,8 @@ fn tag_bounds(block: u128) -> Option<(u32, u32)> {
 /// Continues a CRC from `crc` over `bytes` with engine `e`.
 // Forced only where a SIMD engine must inline into its feature-enabled
 // caller; elsewhere size-optimised builds keep one copy.
-#[cfg_attr(target_arch = "x86_64", inline(always))]
-#[cfg_attr(not(target_arch = "x86_64"), inline)]
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline(always))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), inline)]
 pub(crate) fn update_with<E: Engine>(e: E, crc: u16, bytes: &[u8]) -> u16 {
     let (crc, done) = if bytes.len() > SLICE {
         e.update_blocks(crc, bytes, None)
@@ -316,8 +323,8 @@ fn read_be<const N: usize>(bytes: &[u8], at: usize) -> u64 {
 /// xor over the first two bytes (see the state convention above).
 // Forced only where a SIMD engine must inline into its feature-enabled
 // caller; elsewhere size-optimised builds keep one copy.
-#[cfg_attr(target_arch = "x86_64", inline(always))]
-#[cfg_attr(not(target_arch = "x86_64"), inline)]
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline(always))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), inline)]
 pub(crate) fn update_upto16<E: Engine>(e: E, crc: u16, bytes: &[u8]) -> u16 {
     let n = bytes.len();
     if n < 2 {

@@ -26,7 +26,8 @@
 //! # Features
 //! - `std` (default): picks the carry-less-multiply CRC path by run-time CPU
 //!   detection. Without it the choice is made at compile time from the
-//!   target features (`-C target-feature=+pclmulqdq,+ssse3`).
+//!   target features (`-C target-feature=+pclmulqdq,+ssse3` on x86_64,
+//!   `+aes` for PMULL on aarch64).
 //! - `serde`: `Serialize`/`Deserialize` for the map and policy types.
 #![no_std]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]

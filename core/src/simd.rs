@@ -1,7 +1,8 @@
 //! Carry-less-multiply CRC-16: the only `unsafe` in the crate.
 //!
 //! The CPU-specific path is chosen here and nowhere else: x86_64 with
-//! PCLMULQDQ and SSSE3, detected at run time (with the `std` feature; the
+//! PCLMULQDQ and SSSE3 (plus a 512-bit path with AVX-512 VPCLMULQDQ), or
+//! aarch64 with PMULL, detected at run time (with the `std` feature; the
 //! answer is cached by `std` after the first call) or fixed at compile time
 //! by target features (without it). Everywhere else the functions answer
 //! `None` and the caller takes the portable tables.
@@ -21,6 +22,38 @@
 //!   no tail is left for the tables.
 
 const PORTABLE: &str = "portable slicing-by-16";
+
+/// The constants both carry-less-multiply engines (x86_64, aarch64) share.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod consts {
+    use crate::crc16::{x_pow_mod, POLY};
+
+    /// `floor(x^80 / P)` without its `x^64` term: Barrett's constant for
+    /// reducing a polynomial of degree below 80.
+    pub(super) const BARRETT_MU: u64 = {
+        let mut rem: u128 = 1 << 80;
+        let mut quotient: u128 = 0;
+        let divisor: u128 = 0x1_0000 | POLY as u128;
+        let mut bit = 80;
+        while bit >= 16 {
+            if rem >> bit & 1 == 1 {
+                rem ^= divisor << (bit - 16);
+                quotient |= 1 << (bit - 16);
+            }
+            bit -= 1;
+        }
+        quotient as u64
+    };
+
+    /// Fold constants for a distance of `d` bits, as one vector:
+    /// `[x^d mod P, x^(d+64) mod P]` for the low and high 64-bit halves.
+    pub(super) const fn fold_keys(d: u32) -> [i64; 2] {
+        [x_pow_mod(d) as i64, x_pow_mod(d + 64) as i64]
+    }
+    pub(super) const FOLD_128: [i64; 2] = fold_keys(128);
+    /// `x^80 mod P`: folds the high half of a block into the low half.
+    pub(super) const X80: u64 = x_pow_mod(80) as u64;
+}
 
 /// Whether the carry-less-multiply path runs on this CPU.
 #[inline]
@@ -59,8 +92,8 @@ pub(crate) fn crc_of_block(block: u128, wide: bool) -> Option<u16> {
 mod imp {
     #![allow(unsafe_code)]
 
-    use crate::crc16::{update_with, Engine};
-    use crate::crc16::{x_pow_mod, POLY};
+    use super::consts::{fold_keys, BARRETT_MU, FOLD_128, X80};
+    use crate::crc16::{update_with, Engine, POLY};
     use crate::placement::long_key_crc;
     use core::arch::x86_64::{
         __m128i, __m512i, _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_xor_si256,
@@ -74,29 +107,6 @@ mod imp {
         _mm_unpacklo_epi64, _mm_xor_si128,
     };
 
-    /// `floor(x^80 / P)` without its `x^64` term: Barrett's constant for
-    /// reducing a polynomial of degree below 80.
-    const BARRETT_MU: u64 = {
-        let mut rem: u128 = 1 << 80;
-        let mut quotient: u128 = 0;
-        let divisor: u128 = 0x1_0000 | POLY as u128;
-        let mut bit = 80;
-        while bit >= 16 {
-            if rem >> bit & 1 == 1 {
-                rem ^= divisor << (bit - 16);
-                quotient |= 1 << (bit - 16);
-            }
-            bit -= 1;
-        }
-        quotient as u64
-    };
-
-    /// Fold constants for a distance of `d` bits, as one vector:
-    /// `[x^d mod P, x^(d+64) mod P]` for the low and high 64-bit halves.
-    const fn fold_keys(d: u32) -> [i64; 2] {
-        [x_pow_mod(d) as i64, x_pow_mod(d + 64) as i64]
-    }
-    const FOLD_128: [i64; 2] = fold_keys(128);
     const FOLD_256: [i64; 2] = fold_keys(256);
     const FOLD_384: [i64; 2] = fold_keys(384);
     const FOLD_512: [i64; 2] = fold_keys(512);
@@ -112,8 +122,6 @@ mod imp {
         }
         t
     };
-    /// `x^80 mod P`: folds the high half of a block into the low half.
-    const X80: u64 = x_pow_mod(80) as u64;
 
     /// From this many bytes four lanes beat one: their merge costs three
     /// extra multiplies, but one lane's folds are a serial chain.
@@ -802,7 +810,215 @@ mod imp {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+mod imp {
+    //! PMULL (the `aes` target feature): one 128-bit lane, folded 16 bytes a
+    //! step; short keys are one block, reduced by Barrett. The same algebra
+    //! as the x86_64 engine, with 64-bit operands.
+    #![allow(unsafe_code)]
+
+    use core::arch::aarch64::{
+        uint64x2_t, uint8x16_t, vceqq_u8, vcombine_u64, vcreate_u64, vdupq_n_u8, veorq_u64,
+        vextq_u8, vgetq_lane_u64, vld1q_u8, vmaxvq_u8, vmull_high_p64, vmull_p64,
+        vreinterpretq_p64_u64, vreinterpretq_u64_p128, vreinterpretq_u64_u8, vrev64q_u8,
+    };
+
+    use super::consts::{BARRETT_MU, FOLD_128, X80};
+    use crate::crc16::{short_key_crc_in_block, update_with, Engine, POLY};
+    use crate::placement::long_key_crc;
+
+    /// Whether this CPU has PMULL: asked once (with `std`) or fixed by the
+    /// target features (without).
+    #[cfg(feature = "std")]
+    fn has_pmull() -> bool {
+        std::arch::is_aarch64_feature_detected!("pmull")
+    }
+
+    #[cfg(not(feature = "std"))]
+    fn has_pmull() -> bool {
+        cfg!(target_feature = "aes")
+    }
+
+    pub(super) fn available() -> bool {
+        has_pmull()
+    }
+
+    pub(super) fn engine() -> &'static str {
+        if has_pmull() {
+            "pmull (128-bit)"
+        } else {
+            super::PORTABLE
+        }
+    }
+
+    /// Proof that this CPU has PMULL: only [`Clmul::detect`] makes one.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Clmul(());
+
+    impl Clmul {
+        #[inline]
+        pub(crate) fn detect() -> Option<Self> {
+            has_pmull().then_some(Self(()))
+        }
+
+        /// There is no wider path here; the tests ask for it on every CPU.
+        #[cfg(test)]
+        pub(crate) fn without_zmm(self) -> Self {
+            self
+        }
+    }
+
+    impl Engine for Clmul {
+        /// One block, as with the tables.
+        const SHORT_KEY: usize = 16;
+
+        #[inline(always)]
+        fn crc_of_block(self, block: u128, wide: bool) -> u16 {
+            // SAFETY: a `Clmul` exists only where the CPU has PMULL.
+            unsafe { barrett(block, wide) }
+        }
+
+        #[inline(always)]
+        fn update_blocks(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+            // SAFETY: as above.
+            unsafe { fold(crc, bytes, stop) }
+        }
+
+        #[inline(always)]
+        fn short_key_crc(self, key: &[u8]) -> u16 {
+            short_key_crc_in_block(self, key)
+        }
+
+        #[inline(always)]
+        fn long_key_crc(self, key: &[u8]) -> u16 {
+            // SAFETY: as above.
+            unsafe { long_key_crc_pmull(self, key) }
+        }
+    }
+
+    /// The engine-generic code compiled whole with PMULL, so every step
+    /// inlines (the same roots as on x86_64).
+    #[target_feature(enable = "neon,aes")]
+    fn update_pmull(engine: Clmul, crc: u16, bytes: &[u8]) -> u16 {
+        update_with(engine, crc, bytes)
+    }
+
+    #[target_feature(enable = "neon,aes")]
+    fn short_slot_pmull(engine: Clmul, key: &[u8]) -> u16 {
+        short_key_crc_in_block(engine, key) & (crate::SLOT_COUNT - 1)
+    }
+
+    #[target_feature(enable = "neon,aes")]
+    #[inline(never)]
+    fn long_key_crc_pmull(engine: Clmul, key: &[u8]) -> u16 {
+        long_key_crc(engine, key)
+    }
+
+    #[inline]
+    pub(super) fn update(crc: u16, bytes: &[u8]) -> Option<u16> {
+        let engine = Clmul::detect()?;
+        // SAFETY: `engine` proves the CPU has PMULL.
+        Some(unsafe { update_pmull(engine, crc, bytes) })
+    }
+
+    #[inline]
+    pub(super) fn slot_for_key(key: &[u8]) -> Option<u16> {
+        let engine = Clmul::detect()?;
+        // SAFETY: `engine` proves the CPU has PMULL.
+        Some(unsafe {
+            if key.len() <= Clmul::SHORT_KEY {
+                short_slot_pmull(engine, key)
+            } else {
+                long_key_crc_pmull(engine, key) & (crate::SLOT_COUNT - 1)
+            }
+        })
+    }
+
+    /// `a.lo * b.lo` and `a.hi * b.hi`, carry-less, xored.
+    #[target_feature(enable = "neon,aes")]
+    #[inline]
+    fn mul_both(a: uint64x2_t, b: uint64x2_t) -> uint64x2_t {
+        let lo = vmull_p64(vgetq_lane_u64::<0>(a), vgetq_lane_u64::<0>(b));
+        let hi = vmull_high_p64(vreinterpretq_p64_u64(a), vreinterpretq_p64_u64(b));
+        veorq_u64(vreinterpretq_u64_p128(lo), vreinterpretq_u64_p128(hi))
+    }
+
+    /// 16 message bytes as a block: the first byte on top.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn reversed(raw: uint8x16_t) -> uint64x2_t {
+        let r = vrev64q_u8(raw);
+        vreinterpretq_u64_u8(vextq_u8::<8>(r, r))
+    }
+
+    /// The 16 bytes at `at`, raw.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn load(bytes: &[u8], at: usize) -> Option<uint8x16_t> {
+        let block: &[u8; 16] = bytes.get(at..)?.first_chunk()?;
+        // SAFETY: `block` is 16 readable bytes; `ld1` has no alignment needs.
+        Some(unsafe { vld1q_u8(block.as_ptr()) })
+    }
+
+    /// `(v * x^16) mod P` for a 128-bit `v` (only its low half when `!wide`):
+    /// the x86_64 engine's Barrett reduction, step for step.
+    #[target_feature(enable = "neon,aes")]
+    #[inline]
+    fn barrett(v: u128, wide: bool) -> u16 {
+        let (lo, hi) = (v as u64, (v >> 64) as u64);
+        let (quot_in, low16) = if wide {
+            let b = vmull_p64(hi, X80);
+            (((b >> 16) as u64) ^ lo, b as u16)
+        } else {
+            (lo, 0)
+        };
+        let q = (vmull_p64(quot_in, BARRETT_MU) >> 64) as u64 ^ quot_in;
+        low16 ^ vmull_p64(q, u64::from(POLY)) as u16
+    }
+
+    /// Whole blocks of `bytes`; see [`Engine::update_blocks`]. From state 0
+    /// the first block is the `len % 16` leading bytes, zero-padded.
+    #[target_feature(enable = "neon,aes")]
+    fn fold(crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+        let needle = vdupq_n_u8(stop.unwrap_or(0));
+        let has_stop = |raw: uint8x16_t| stop.is_some() && vmaxvq_u8(vceqq_u8(raw, needle)) != 0;
+        let n = bytes.len();
+        let Some(first_raw) = load(bytes, 0) else {
+            return (crc, 0);
+        };
+        // Checks may look past a partial block: stopping early is allowed.
+        if has_stop(first_raw) {
+            return (crc, 0);
+        }
+        let first = if crc == 0 && !n.is_multiple_of(16) {
+            n % 16
+        } else {
+            16
+        };
+        // The first `first` bytes as a number; a state (only ever with a
+        // whole first block) goes over its top 16 bits.
+        let head = u128::from_be_bytes(bytes[..16].try_into().unwrap_or([0; 16]))
+            >> (8 * (16 - first))
+            ^ u128::from(crc) << 112;
+        let mut acc = vcombine_u64(vcreate_u64(head as u64), vcreate_u64((head >> 64) as u64));
+        let keys = vcombine_u64(
+            vcreate_u64(FOLD_128[0] as u64),
+            vcreate_u64(FOLD_128[1] as u64),
+        );
+        let mut pos = first;
+        while let Some(raw) = load(bytes, pos) {
+            if has_stop(raw) {
+                break;
+            }
+            acc = veorq_u64(mul_both(acc, keys), reversed(raw));
+            pos += 16;
+        }
+        let acc = u128::from(vgetq_lane_u64::<0>(acc)) | u128::from(vgetq_lane_u64::<1>(acc)) << 64;
+        (barrett(acc, true), pos)
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod imp {
     pub(super) fn available() -> bool {
         false
@@ -831,7 +1047,7 @@ mod imp {
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests {
     use super::imp::Clmul;
     use crate::crc16::{crc16_bitwise, update_with, Engine, Portable};
@@ -849,6 +1065,16 @@ mod tests {
     fn bytes(len: usize, seed: u32) -> impl Iterator<Item = u8> {
         (0..len as u32)
             .map(move |i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8 | 1)
+    }
+
+    /// `just test` builds these tests with `ZARIS_EXPECT_CLMUL` set where
+    /// the engine must run (x86_64 CI machines, aarch64 under qemu), so the
+    /// tests below cannot pass by finding no engine to test.
+    #[test]
+    fn the_expected_engine_runs() {
+        if option_env!("ZARIS_EXPECT_CLMUL").is_some() {
+            assert!(Clmul::detect().is_some(), "no carry-less multiply here");
+        }
     }
 
     #[test]
