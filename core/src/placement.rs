@@ -59,8 +59,16 @@ pub fn hash_tag_span(key: &[u8]) -> Option<Range<usize>> {
 pub fn slot_for_key(key: &[u8]) -> u16 {
     match crate::simd::slot_for_key(key) {
         Some(slot) => slot,
-        None => slot_with(Portable, key),
+        None => portable_slot(key),
     }
+}
+
+/// [`slot_for_key`] on the tables. Where a carry-less engine usually runs,
+/// this stays out of line, so that the fast path saves no registers for it
+/// (measured: 0.25 ns of a 2.2 ns 8-byte key).
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline(never))]
+fn portable_slot(key: &[u8]) -> u16 {
+    slot_with(Portable, key)
 }
 
 /// [`slot_for_key`] on a given CRC engine.
