@@ -123,7 +123,7 @@ test('the benchmark compares with cluster-key-slot and lists every disagreement'
   await page.click('#bench-run');
   await page.waitForSelector('#bench-differ', { timeout: 120_000 });
   const figures = {};
-  for (const name of ['zaris', 'peer', 'ratio', 'moving', 'hashing', 'floor', 'ceiling']) {
+  for (const name of ['zaris', 'peer', 'ratio', 'moving', 'platform', 'hashing', 'floor', 'ceiling']) {
     figures[name] = Number(await page.textContent(`#bench-${name}`));
     assert.ok(figures[name] > 0, `${name}: ${figures[name]}`);
   }
