@@ -458,27 +458,20 @@ impl Cluster {
     /// # Errors
     /// A node refused.
     pub fn begin_migration(&self, slot: u16, from: usize, to: usize) -> io::Result<()> {
-        let s = slot.to_string();
-        ok(
-            self.conn(to)?.command(&[
-                b"CLUSTER",
-                b"SETSLOT",
-                s.as_bytes(),
-                b"IMPORTING",
-                self.ids[from].as_bytes(),
-            ])?,
-            "IMPORTING",
-        )?;
-        ok(
-            self.conn(from)?.command(&[
-                b"CLUSTER",
-                b"SETSLOT",
-                s.as_bytes(),
-                b"MIGRATING",
-                self.ids[to].as_bytes(),
-            ])?,
-            "MIGRATING",
-        )
+        self.set_slot(to, slot, "IMPORTING", from)?;
+        self.set_slot(from, slot, "MIGRATING", to)
+    }
+
+    /// `CLUSTER SETSLOT slot state <id of node>` sent to node `on`.
+    fn set_slot(&self, on: usize, slot: u16, state: &str, node: usize) -> io::Result<()> {
+        let reply = self.conn(on)?.command(&[
+            b"CLUSTER",
+            b"SETSLOT",
+            slot.to_string().as_bytes(),
+            state.as_bytes(),
+            self.ids[node].as_bytes(),
+        ])?;
+        ok(reply, &format!("SETSLOT {state}"))
     }
 
     /// Moves `keys` from `from` to `to` (`MIGRATE`).
@@ -533,23 +526,12 @@ impl Cluster {
     /// # Errors
     /// A node refused.
     pub fn finish_migration(&self, slot: u16, to: usize) -> io::Result<()> {
-        let s = slot.to_string();
         let mut targets = vec![to];
         targets.extend(self.running().into_iter().filter(|&i| i != to));
         for i in targets {
-            if !self.is_master(i)? {
-                continue;
+            if self.is_master(i)? {
+                self.set_slot(i, slot, "NODE", to)?;
             }
-            ok(
-                self.conn(i)?.command(&[
-                    b"CLUSTER",
-                    b"SETSLOT",
-                    s.as_bytes(),
-                    b"NODE",
-                    self.ids[to].as_bytes(),
-                ])?,
-                "SETSLOT NODE",
-            )?;
         }
         Ok(())
     }
