@@ -9,8 +9,6 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
 fuzz_targets := "error_reply slot slot_utf16"
-# Size over speed for the glue; the core's loops are already optimised by rustc.
-wasm_opt_flags := "-Oz --converge --strip-debug --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int"
 
 # List the recipes.
 default:
@@ -105,7 +103,7 @@ cluster-down:
 
 # The dashboard page and charts from the recorded history (no benchmarking).
 dashboard:
-    cargo run -q -p zaris-bench --bin zaris-dashboard -- render
+    ./run dashboard
 
 # The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
@@ -125,19 +123,8 @@ npm-deps:
 
 # The wasm package for browsers (web/pkg) and Node (target/pkg-node), and the page's vendored peer.
 web-build: npm-deps
-    @echo "==> wasm-pack: web and nodejs packages"
-    wasm-pack build wasm --mode no-install --profile wasm-release --target web --out-dir ../web/pkg --no-pack
-    wasm-pack build wasm --mode no-install --profile wasm-release --target nodejs --out-dir ../target/pkg-node --no-pack
-    for module in web/pkg/zaris_wasm_bg.wasm target/pkg-node/zaris_wasm_bg.wasm; do         wasm-opt {{wasm_opt_flags}} "$module" -o "$module";     done
-    @echo "==> vendoring cluster-key-slot as an ES module"
-    mkdir -p web/vendor
-    { echo "// Generated from npm's cluster-key-slot by 'just web-build'. Do not edit."; \
-      echo "const module = { exports: {} };"; \
-      cat node_modules/cluster-key-slot/lib/index.js; \
-      echo "export default module.exports;"; } > web/vendor/cluster-key-slot.js
-    @printf '==> wasm size: %s bytes, %s gzipped\n' "$(wc -c < web/pkg/zaris_wasm_bg.wasm)" "$(gzip -9 -c web/pkg/zaris_wasm_bg.wasm | wc -c)"
+    ./run web-build web node
 
-# Build and serve the playground on 127.0.0.1:PORT (Ctrl-C stops it).
-play PORT="8080": web-build dashboard
-    @echo "==> serving http://127.0.0.1:{{PORT}}/"
-    python3 -m http.server --bind 127.0.0.1 --directory web {{PORT}}
+# Build and serve the playground and the dashboard on 127.0.0.1:PORT (Ctrl-C stops it).
+play PORT="8080":
+    ./run play {{PORT}}

@@ -68,6 +68,11 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** "1 key", "2 keys": a count with its noun, singular or plural. */
+function count(n, singular, plural = `${singular}s`) {
+  return `${n.toLocaleString('en')} ${n === 1 ? singular : plural}`;
+}
+
 function showError(id, error) {
   const el = $(id);
   el.hidden = !error;
@@ -139,7 +144,7 @@ function applyMap(text) {
   const body = $('nodes').querySelector('tbody');
   body.replaceChildren(...nodes.map((node, i) => {
     const row = document.createElement('tr');
-    const role = node.replica_of ? `replica of ${node.replica_of.slice(0, 8)}` : 'master';
+    const role = node.replica_of ? `replica of ${node.master_addr ?? node.replica_of.slice(0, 12)}` : 'master';
     const ranges = node.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
     for (const cell of [`#${i}`, node.id.slice(0, 12), node.addr, role + (node.failing ? ' (failing)' : ''),
       node.slots ? `${node.slots} (${ranges})` : '0']) {
@@ -248,17 +253,17 @@ function analyze() {
   const top = (entries, n) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, n);
 
   $('analysis').innerHTML = `
-    <p>${keys.length} keys.
+    <p>${count(keys.length, 'key')}.
       ${skewed
-    ? `<strong class="warn">Skewed:</strong> node #${busiest} holds ${busiestCount} keys, ${(busiestCount / mean).toFixed(2)}× its fair share.`
+    ? `<strong class="warn">Skewed:</strong> node #${busiest} holds ${count(busiestCount, 'key')}, ${(busiestCount / mean).toFixed(2)}× its fair share.`
     : 'Balanced across the masters.'}
-      ${unserved ? `<strong class="warn">${unserved} keys land on slots no node serves.</strong>` : ''}</p>
+      ${unserved ? `<strong class="warn">${count(unserved, 'key')} ${unserved === 1 ? 'lands' : 'land'} on slots no node serves.</strong>` : ''}</p>
     ${bars('Keys per node', perNode.map((n, i) => [`#${i} ${nodes[i].addr}`, n]), keys.length)}
     ${bars(`Busiest segments (of ${segments})`, top(perSegment, 12).map(([s, n]) => [`segment ${s}`, n]), keys.length)}
     ${bars('Hottest slots', top(perSlot, 10).map(([s, n]) => [`slot ${s}`, n]), keys.length)}
     <h3>Keys sharing a hash tag</h3>
     <ul class="tags">${top([...tags].filter(([, n]) => n > 1), 10)
-    .map(([tag, n]) => `<li><code>{${escapeHtml(tag)}}</code>: ${n} keys, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
+    .map(([tag, n]) => `<li><code>{${escapeHtml(tag)}}</code>: ${count(n, 'key')}, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
 }
 
 // ---- churn simulator ---------------------------------------------------------
@@ -284,7 +289,7 @@ function simulate() {
     refresh: () => 'refresh the cluster map',
     ask: () => 'follow the ASK redirect at once (ASKING, same command)',
     wait: (e) => `wait ${e.ms} ms`,
-    end: (e) => `${e.result}: ${e.last} after ${e.attempts} attempts, ${e.refreshes} map refreshes`,
+    end: (e) => `${e.result}: ${e.last} after ${count(e.attempts, 'attempt')}, ${count(e.refreshes, 'map refresh', 'map refreshes')}`,
   };
   $('churn-timeline').replaceChildren(...events.filter((e) => e.event !== 'end').map((e) => {
     const li = document.createElement('li');

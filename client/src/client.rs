@@ -211,7 +211,7 @@ impl Client {
     /// Adds `n` to the integer at `key` and returns the result. A retry of
     /// an increment whose reply was lost is not applied twice: the first
     /// run leaves its result under a marker key in the same slot (kept a
-    /// minute), and a repeat returns it (SPEC section 6). Keys whose hashed
+    /// minute), and a repeat returns it (docs/behaviour.md §6). Keys whose hashed
     /// part is empty or holds a `}` cannot share a slot with a marker and
     /// fall back to plain `INCRBY`.
     ///
@@ -435,7 +435,7 @@ impl Client {
         Ok(Value::from(frames.into_iter().next().expect("one reply")))
     }
 
-    /// The push path (SPEC section 5): slots `first_slot..=last_slot` are
+    /// The push path (docs/behaviour.md §5): slots `first_slot..=last_slot` are
     /// now served by `owner` (`host:port`). Only those segments are
     /// re-pointed (copy the table, patch, swap); returns how many changed.
     /// Nothing changed, nothing paid.
@@ -523,7 +523,7 @@ impl Client {
 }
 
 impl Inner {
-    /// One request under the retry machine: both bounds, SPEC delays, a
+    /// One request under the retry machine: both bounds, the delays of docs/behaviour.md §3, a
     /// typed final outcome.
     async fn execute(
         self: &Arc<Self>,
@@ -749,7 +749,7 @@ impl Inner {
     }
 }
 
-/// The poll of SPEC section 5: the whole map every interval, until the
+/// The poll of docs/behaviour.md §5: the whole map every interval, until the
 /// client is dropped.
 async fn poll(inner: Weak<Inner>) {
     let Some(interval) = inner.upgrade().map(|i| i.config.poll_interval) else {

@@ -1,4 +1,4 @@
-//! The client's settings: the retry policy (SPEC section 3), the refresh
+//! The client's settings: the retry policy (docs/behaviour.md §3), the refresh
 //! wait (section 5), time-outs and limits, from the builder and the
 //! environment.
 
@@ -14,9 +14,9 @@ use std::sync::Arc;
 use crate::conn::{ConnOptions, Credentials, Limits};
 use crate::Error;
 
-/// The poll interval of SPEC section 5: a lost push heals within it.
+/// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
-/// A refresh within this long of the last one is a no-op (SPEC section 5).
+/// A refresh within this long of the last one is a no-op (docs/behaviour.md §5).
 pub const REFRESH_DEBOUNCE: Duration = Duration::from_millis(500);
 /// How long one attempt may wait for a connection and its reply.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);

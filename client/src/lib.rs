@@ -17,11 +17,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! - **Routing** (SPEC section 4): the map is an immutable snapshot swapped
+//! - **Routing** (docs/behaviour.md §4): the map is an immutable snapshot swapped
 //!   atomically (`arc-swap`); routing a key is `zaris_core::slot_for_key`,
 //!   one array index and no lock.
 //! - **Retries** (sections 2, 3, 7): every outcome goes through the core's
-//!   `RetryLoop`: an attempt budget and a deadline, the SPEC's delays,
+//!   `RetryLoop`: an attempt budget and a deadline, the delays of docs/behaviour.md §3,
 //!   `ASK` followed once with `ASKING`, and the last typed status or
 //!   failure when a bound stops it.
 //! - **Refreshes** (section 5): push (`apply_ownership_change`, `MOVED`

@@ -1,4 +1,4 @@
-//! Coalesced map refreshes (SPEC section 5): at most one in flight, callers
+//! Coalesced map refreshes (docs/behaviour.md §5): at most one in flight, callers
 //! ride it, a no-op within 500 ms of the last one, a bounded wait that does
 //! not cancel the refresh for others, and a lock-free cleanup of the
 //! in-flight slot (compare-and-swap).

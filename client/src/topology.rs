@@ -1,4 +1,4 @@
-//! The routing snapshot (SPEC section 4) and the cluster map replies it is
+//! The routing snapshot (docs/behaviour.md §4) and the cluster map replies it is
 //! built from (`CLUSTER SHARDS`, or `CLUSTER SLOTS` on older servers).
 
 use std::collections::HashMap;

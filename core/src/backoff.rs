@@ -1,4 +1,4 @@
-//! How long to wait before trying again (SPEC section 3).
+//! How long to wait before trying again (docs/behaviour.md §3).
 
 use core::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The retry policy and the environment settings that shape it (SPEC section 3).
+//! The retry policy and the environment settings that shape it (docs/behaviour.md §3).
 //!
 //! Parsing is here, pure and shared, so every host reads
 //! `ZARIS_REQUEST_TIMEOUT` and friends the same way; the host reads the

@@ -1,4 +1,4 @@
-//! Segment -> owner tables, with no allocator (SPEC section 4).
+//! Segment -> owner tables, with no allocator (docs/behaviour.md §4).
 //!
 //! The storage is the caller's: a `[OwnerId; N]` array, a `&mut [OwnerId]`,
 //! a `heapless::Vec`, or a boxed slice in a host with an allocator. Routing a

@@ -1,4 +1,4 @@
-//! The status vocabulary every Zaris component speaks (SPEC section 2).
+//! The status vocabulary every Zaris component speaks (docs/behaviour.md §2).
 
 use core::fmt;
 

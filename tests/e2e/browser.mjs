@@ -1,34 +1,12 @@
 // What the browser tests share: a static server for a directory on
 // 127.0.0.1 (stopped by the test), and Debian's Chromium, headless, with a
 // fresh profile, driven by playwright-core. Never a downloaded browser.
-import { createServer } from 'node:http';
-import { mkdtempSync, readFile, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const TYPES = {
-  '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css',
-  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json', '.png': 'image/png',
-};
-
-/** Serves `dir` on a free 127.0.0.1 port: `{ url, close() }`. */
-export async function serveStatic(dir) {
-  const server = createServer((req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-    const file = join(dir, path.endsWith('/') ? `${path}index.html` : path);
-    if (!file.startsWith(dir)) { res.writeHead(403).end(); return; }
-    readFile(file, (error, body) => {
-      if (error) { res.writeHead(404).end(); return; }
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${server.address().port}/`,
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
+export { serveStatic } from '../../tools/serve.mjs';
 
 /**
  * Headless Chromium with one page: `{ page, close() }`. `page.problems`

@@ -92,10 +92,26 @@ test('garbage is an error naming the line, and the page keeps working', async ()
   assert.match(await page.textContent('#owner'), /127\.0\.0\.1:7000$/);
 });
 
+test('the demo map looks like a real cluster: six distinct ids, replicas name their masters', async () => {
+  await page.click('#map-demo');
+  const rows = await page.locator('#nodes tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  assert.equal(rows.length, 6);
+  // The table shows the first 12 hex digits; the map text holds all 40.
+  const ids = (await page.inputValue('#map-text')).trim().split('\n').map((line) => line.split(' ')[0]);
+  assert.equal(new Set(ids).size, 6, ids.join(' '));
+  for (const id of ids) assert.match(id, /^[0-9a-f]{40}$/);
+  assert.deepEqual(rows.map((r) => r[1]), ids.map((id) => id.slice(0, 12)));
+  assert.deepEqual(rows.map((r) => r[3]), [
+    'master', 'master', 'master',
+    'replica of 127.0.0.1:7000', 'replica of 127.0.0.1:7001', 'replica of 127.0.0.1:7002',
+  ]);
+});
+
 test('many keys: per-node bars, hot slots and shared tags', async () => {
   await page.click('#keys-sample');
   const analysis = await page.textContent('#analysis');
-  assert.match(analysis, /^\s*10000 keys\./);
+  assert.match(analysis, /^\s*10,000 keys\./);
   assert.equal(await page.locator('#analysis .bars').first().locator('.bar-row').count(), 6);
   assert.match(analysis, /keys, one slot/);
 });
@@ -113,7 +129,11 @@ test('the churn simulator shows what the client does', async () => {
     't=1703 ms · attempt 3: Ok',
   ]);
   assert.equal(await page.textContent('#churn-result'),
-    't=1703 ms · returned to the caller: Ok after 3 attempts, 1 map refreshes');
+    't=1703 ms · returned to the caller: Ok after 3 attempts, 1 map refresh');
+  await page.fill('#churn-script', 'Ok');
+  await page.click('#churn-run');
+  assert.equal(await page.textContent('#churn-result'),
+    't=1 ms · returned to the caller: Ok after 1 attempt, 0 map refreshes');
   await page.fill('#churn-script', 'Moved, Bogus');
   await page.click('#churn-run');
   assert.match(await page.textContent('#churn-error'), /unknown outcome 'Bogus'/);

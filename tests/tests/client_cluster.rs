@@ -41,7 +41,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The SPEC's defaults, untouched by this process's environment.
+/// The defaults of docs/behaviour.md §3, untouched by this process's environment.
 fn no_env(_: &str) -> Option<String> {
     None
 }

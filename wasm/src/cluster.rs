@@ -89,6 +89,16 @@ fn js_items(array: &JsValue) -> Vec<JsValue> {
 const DEMO_SPLIT: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 /// The demo cluster's first port (masters 7000-7002, replicas 7003-7005).
 const DEMO_BASE_PORT: u16 = 7000;
+/// The demo nodes' ids, masters first: 40 hex digits each, like the ids a
+/// real cluster draws at random (these are SHA-1s of "zaris demo node N").
+const DEMO_IDS: [&str; 6] = [
+    "8ecd482a0804ae39a0d73a35194332dfb4b612d9",
+    "7934269af2dc25c3353e30614f8174c781c7bede",
+    "23e690fd457666299cb145cfda31dacb4cf23f4f",
+    "7551a85c5c47160ff68c78d78ffbe17147a781a2",
+    "e96ae522564fc2ac931fc05961378776747c515e",
+    "b97e5d93f746b212d4411e67b654ae760a18a222",
+];
 
 impl ClusterMap {
     /// Parses `CLUSTER NODES` output (as `redis-cli cluster nodes` prints it).
@@ -235,6 +245,16 @@ impl ClusterMap {
         Ok(Self { nodes, table })
     }
 
+    /// The address of `node`'s master, when it is a replica of a node the
+    /// map lists.
+    fn master_addr(&self, node: &Node) -> Option<&str> {
+        let master = node.replica_of.as_deref()?;
+        self.nodes
+            .iter()
+            .find(|n| n.id == master)
+            .map(|n| n.addr.as_str())
+    }
+
     /// The owner's node index for `slot`, if any.
     #[must_use]
     pub fn owner_index(&self, slot: u16) -> Option<usize> {
@@ -297,8 +317,7 @@ impl ClusterMap {
     #[wasm_bindgen(js_name = demoClusterNodes)]
     #[must_use]
     pub fn demo_cluster_nodes() -> String {
-        // 40 hex digits, like real node ids.
-        let id = |i: u16| "d3a0".repeat(9) + &(u32::from(i) + 0x1000).to_string();
+        let id = |i: u16| DEMO_IDS[usize::from(i)];
         let mut text = String::new();
         for (i, (from, to)) in (0u16..).zip(DEMO_SPLIT) {
             let port = DEMO_BASE_PORT + i;
@@ -330,8 +349,9 @@ impl ClusterMap {
         self.nodes.len()
     }
 
-    /// The nodes as JSON: `[{id, addr, replica_of, failing, slots, ranges}]`,
-    /// `slots` counting the slots each serves and `ranges` listing them.
+    /// The nodes as JSON: `[{id, addr, replica_of, master_addr, failing,
+    /// slots, ranges}]`: a replica's master by id and by address, `slots`
+    /// counting the slots each serves and `ranges` listing them.
     #[wasm_bindgen(js_name = nodesJson)]
     #[must_use]
     pub fn nodes_json(&self) -> String {
@@ -354,6 +374,7 @@ impl ClusterMap {
                 .str("id", &node.id)
                 .str("addr", &node.addr)
                 .opt_str("replica_of", node.replica_of.as_deref())
+                .opt_str("master_addr", self.master_addr(node))
                 .bool("failing", node.failing)
                 .num("slots", slots[i].into())
                 .raw("ranges", &format!("[{}]", ranges[i]))
@@ -448,6 +469,9 @@ e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001,hostname1 myself,
         let nodes: serde_json::Value = serde_json::from_str(&map.nodes_json()).unwrap();
         assert_eq!(nodes[0]["slots"], 5461);
         assert_eq!(nodes[3]["replica_of"], nodes[0]["id"]);
+        assert_eq!(nodes[3]["master_addr"], "127.0.0.1:7000");
+        let ids: std::collections::HashSet<_> = (0..6).map(|i| nodes[i]["id"].clone()).collect();
+        assert_eq!(ids.len(), 6, "six distinct node ids");
     }
 
     #[test]
