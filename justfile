@@ -8,7 +8,7 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
-fuzz_targets := "error_reply slot slot_utf16"
+fuzz_targets := "error_reply slot slot_utf16 cluster_nodes"
 
 # List the recipes.
 default:
@@ -18,6 +18,7 @@ default:
 test: lint
     @echo "==> workspace tests (unit, property, doc, real servers)"
     ZARIS_EXPECT_CLMUL=1 cargo test --workspace
+    just test-engines
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
     @echo "==> zaris-core builds with no std and no allocator"
@@ -27,11 +28,24 @@ test: lint
     just test-aarch64
     just test-web
 
+# zaris-core's whole suite once per CRC engine this CPU runs, each forced
+# in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
+test-engines:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    engines=$(cargo run -q -p zaris-core --example engines)
+    echo "==> zaris-core's suite on each CRC engine this CPU runs: $(echo $engines)"
+    for engine in $engines; do
+        echo "==> zaris-core on the $engine engine"
+        ZARIS_CRC_ENGINE=$engine cargo test -q -p zaris-core --release --lib --tests
+    done
+
 # zaris-core on aarch64 under qemu-user: the PMULL engine found at run time
 # (std), then chosen at compile time (no std, `+aes`).
 test-aarch64:
     @echo "==> zaris-core on aarch64 (qemu-user): PMULL detected at run time"
-    ZARIS_EXPECT_CLMUL=1 cargo test -p zaris-core --target aarch64-unknown-linux-gnu
+    # Emulated, so fewer property cases (the native runs take the full 2,000).
+    PROPTEST_CASES=200 ZARIS_EXPECT_CLMUL=1 cargo test -p zaris-core --target aarch64-unknown-linux-gnu
     @echo "==> zaris-core on aarch64 without std: PMULL by target feature"
     ZARIS_EXPECT_CLMUL=1 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+aes" \
         cargo test -p zaris-core --no-default-features --target aarch64-unknown-linux-gnu --lib

@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p zaris-bench --bench allocs`
 
+// A global allocator is unsafe to implement; this one only counts.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::hint::black_box;

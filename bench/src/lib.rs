@@ -15,6 +15,7 @@ pub mod charts;
 pub mod compare;
 pub mod criterion;
 pub mod history;
+pub mod interleave;
 pub mod keys;
 pub mod page;
 

@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use zaris_core::{_benchable, slot_for_key, slot_for_utf16};
+use zaris_core::{_benchable, slot_for_key, slot_for_utf16, CrcEngine};
 
 const LENGTHS: [usize; 5] = [8, 16, 32, 64, 256];
 
@@ -53,13 +53,18 @@ fn crc_paths(c: &mut Criterion) {
     for len in [64usize, 256, 1024, 4096] {
         let key = plain_key(len);
         group.throughput(Throughput::Bytes(len as u64));
-        group.bench_with_input(BenchmarkId::new("portable", len), &key, |b, k| {
-            b.iter(|| _benchable::crc16_portable(black_box(k)))
+        group.bench_with_input(BenchmarkId::new("crc-fast", len), &key, |b, k| {
+            b.iter(|| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc16Xmodem, black_box(k)))
         });
-        if _benchable::simd_available() {
-            group.bench_with_input(BenchmarkId::new("clmul", len), &key, |b, k| {
-                b.iter(|| _benchable::crc16_simd(black_box(k)))
+        for engine in CrcEngine::ALL.into_iter().filter(|e| e.is_supported()) {
+            group.bench_with_input(BenchmarkId::new(engine.name(), len), &key, |b, k| {
+                b.iter(|| _benchable::crc16_on(engine, black_box(k)))
             });
+            group.bench_with_input(
+                BenchmarkId::new(format!("slot-{engine}"), len),
+                &key,
+                |b, k| b.iter(|| _benchable::slot_for_key_on(engine, black_box(k))),
+            );
         }
     }
     group.finish();

@@ -9,9 +9,7 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use zaris_core::{
-//!     parse_error_reply, slot_for_key, Decision, ErrorReply, Outcome, RetryLoop, RetryPolicy,
-//! };
+//! use zaris_core::{parse_error_reply, slot_for_key, Decision, RetryLoop, RetryPolicy};
 //!
 //! // Where does the key live?
 //! assert_eq!(slot_for_key(b"{user1000}.following"), 3443);
@@ -19,15 +17,19 @@
 //! // A node says it moved: what now?
 //! let reply = parse_error_reply(b"-MOVED 3443 127.0.0.1:7001\r\n").unwrap();
 //! let mut retries = RetryLoop::new(RetryPolicy::DEFAULT);
-//! let next = retries.record(Outcome::Status(reply.status()), Some(Duration::from_secs(60)));
+//! let next = retries.record(reply.outcome(), Some(Duration::from_secs(60)));
 //! assert_eq!(next, Decision::Retry { refresh_map: true, delay: Duration::from_millis(100) });
+//!
+//! // An ASK is followed at once, without a refresh.
+//! let reply = parse_error_reply(b"-ASK 3443 127.0.0.1:7002").unwrap();
+//! assert_eq!(retries.record(reply.outcome(), Some(Duration::from_secs(60))), Decision::FollowAsk);
 //! ```
 //!
 //! # Features
-//! - `std` (default): picks the carry-less-multiply CRC path by run-time CPU
-//!   detection. Without it the choice is made at compile time from the
-//!   target features (`-C target-feature=+pclmulqdq,+ssse3` on x86_64,
-//!   `+aes` for PMULL on aarch64).
+//! - `std` (default): picks the CRC engine by run-time CPU detection
+//!   ([`crc_engine`] names it). Without it the choice is made at compile
+//!   time from the target features (`-C target-feature=+pclmulqdq,+ssse3`
+//!   on x86_64, `+aes` for PMULL on aarch64).
 //! - `serde`: `Serialize`/`Deserialize` for the map and policy types.
 #![no_std]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
@@ -36,20 +38,28 @@
 extern crate std;
 
 mod backoff;
+mod cluster_nodes;
 mod crc16;
+mod engine;
 mod placement;
 mod policy;
 mod redirect;
 mod retry;
 mod routing;
-mod simd;
+mod simulate;
 mod status;
+mod utf16;
 
 pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKOFF_MULTIPLIER};
+pub use cluster_nodes::{
+    parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,
+    SlotEntry,
+};
 pub use crc16::{crc16, crc16_bitwise, Crc16};
+pub use engine::{crc_engine, CrcEngine};
 pub use placement::{
-    hash_tag, hash_tag_span, hash_tag_span_utf16, segment_for_key, segment_for_slot, slot_for_key,
-    slot_for_utf16, utf8_from_utf16_lossy, SegmentCount, SegmentCountError, SLOT_COUNT,
+    hash_tag, hash_tag_span, segment_for_key, segment_for_slot, slot_for_key, SegmentCount,
+    SegmentCountError, SLOT_COUNT,
 };
 pub use policy::{
     parse_disable_retries, parse_refresh_wait_ms, parse_request_timeout, RetryPolicy, SettingError,
@@ -61,7 +71,31 @@ pub use retry::{Decision, Outcome, RetryClass, RetryLoop, StopReason, TransportF
 pub use routing::{
     CapacityError, OwnerId, OwnershipChange, RouteError, SegmentTable, TableSizeError, NO_OWNER,
 };
+pub use simulate::{parse_script, replay, Replay, Step, UnknownOutcome};
 pub use status::{ownership_failure_status, KvStatus};
+pub use utf16::{hash_tag_span_utf16, slot_for_utf16, utf8_from_utf16_lossy};
 
+/// Entry points that benches and tests call directly; not a stable API.
 #[doc(hidden)]
-pub use crc16::_benchable;
+pub mod _benchable {
+    use crate::engine;
+    pub use crate::engine::CrcEngine;
+
+    /// [`crate::slot_for_key`] on a given engine, or `None` where this CPU
+    /// lacks it: one machine measures every tier it has.
+    #[inline(always)]
+    pub fn slot_for_key_on(engine: CrcEngine, key: &[u8]) -> Option<u16> {
+        engine::key_crc_on(engine, key).map(|crc| crc & (crate::SLOT_COUNT - 1))
+    }
+
+    /// [`crate::crc16`] on a given engine, or `None` where this CPU lacks it.
+    #[inline]
+    pub fn crc16_on(engine: CrcEngine, bytes: &[u8]) -> Option<u16> {
+        engine::update_on(engine, 0, bytes)
+    }
+
+    /// The plain slicing-by-16 walk, without the one-step short blocks.
+    pub fn crc16_slicing16(bytes: &[u8]) -> u16 {
+        engine::update_slicing(0, bytes)
+    }
+}

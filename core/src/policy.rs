@@ -73,27 +73,6 @@ impl RetryPolicy {
             self.max_attempts
         }
     }
-
-    /// The default policy adjusted by the environment's text: each argument
-    /// is the value of the variable of that name, `None` where it is unset.
-    ///
-    /// # Errors
-    /// The first value that does not parse, naming its variable.
-    pub fn from_env_values(
-        request_timeout: Option<&str>,
-        disable_retries: Option<&str>,
-    ) -> Result<Self, SettingError> {
-        let mut policy = Self::DEFAULT;
-        if let Some(text) = request_timeout {
-            policy.deadline = parse_request_timeout(text)?;
-        }
-        if let Some(text) = disable_retries {
-            if parse_disable_retries(text)? {
-                policy = policy.without_retries();
-            }
-        }
-        Ok(policy)
-    }
 }
 
 /// A setting whose text does not parse.
@@ -219,14 +198,8 @@ mod tests {
     }
 
     #[test]
-    fn policy_from_environment_text() {
-        assert_eq!(
-            RetryPolicy::from_env_values(None, None),
-            Ok(RetryPolicy::DEFAULT)
-        );
-        let p = RetryPolicy::from_env_values(Some("infinite"), Some("true")).unwrap();
-        assert_eq!((p.max_attempts, p.deadline), (1, None));
-        assert!(RetryPolicy::from_env_values(Some("soon"), None).is_err());
+    fn budgets() {
+        assert_eq!(RetryPolicy::DEFAULT.without_retries().attempt_budget(), 1);
         assert_eq!(
             RetryPolicy {
                 max_attempts: 0,

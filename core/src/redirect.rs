@@ -1,4 +1,4 @@
-//! Reading a cluster node's error reply (SPEC section 7).
+//! Reading a cluster node's error reply (docs/behaviour.md §7).
 //!
 //! Takes the bytes of a RESP simple error, with or without the leading `-`
 //! and the trailing CRLF, and says what it means for routing: a redirect
@@ -8,6 +8,7 @@
 
 use core::fmt;
 
+use crate::retry::Outcome;
 use crate::{KvStatus, SLOT_COUNT};
 
 /// What an error reply means for routing.
@@ -26,8 +27,36 @@ pub enum ErrorReply<'a> {
 }
 
 impl ErrorReply<'_> {
-    /// The status this reply stands for (`ASK` is reported as Migrating: the
-    /// slot is moving).
+    /// What this reply means to the retry machine: `MOVED` is the `Moved`
+    /// status (refresh, then retry), `ASK` is [`Outcome::Ask`] (follow the
+    /// redirect at once, no refresh), anything else its status. Hand this to
+    /// [`crate::RetryLoop::record`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use zaris_core::{parse_error_reply, Decision, ErrorReply, RetryLoop, RetryPolicy};
+    ///
+    /// let mut retries = RetryLoop::new(RetryPolicy::DEFAULT);
+    /// let left = Some(Duration::from_secs(60));
+    /// let reply = parse_error_reply(b"-ASK 3999 127.0.0.1:6381\r\n").unwrap();
+    /// // Follow it: ASKING, then the same command, to the node it names.
+    /// assert_eq!(retries.record(reply.outcome(), left), Decision::FollowAsk);
+    /// if let ErrorReply::Ask(to) = reply {
+    ///     assert_eq!((to.host, to.port), ("127.0.0.1", 6381));
+    /// }
+    /// ```
+    #[must_use]
+    pub const fn outcome(&self) -> Outcome {
+        match self {
+            ErrorReply::Moved(_) => Outcome::Status(KvStatus::Moved),
+            ErrorReply::Ask(_) => Outcome::Ask,
+            ErrorReply::Status(s) => Outcome::Status(*s),
+        }
+    }
+
+    /// The status this reply stands for, for logs and counters (`ASK`
+    /// counts as `Migrating`: the slot is moving). To decide what to do,
+    /// use [`ErrorReply::outcome`], which keeps `ASK` apart.
     #[must_use]
     pub const fn status(&self) -> KvStatus {
         match self {

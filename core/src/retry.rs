@@ -1,4 +1,4 @@
-//! The retry brain: a sans-IO decision machine (SPEC sections 2 and 3).
+//! The retry brain: a sans-IO decision machine (docs/behaviour.md §2 and §3).
 //!
 //! The shell (tokio client, wasm simulator, bench) makes an attempt, tells
 //! the machine what came of it and how much time is left, and gets back what
@@ -51,6 +51,31 @@ pub enum TransportFailure {
 }
 
 impl TransportFailure {
+    /// Every transport failure.
+    pub const ALL: [TransportFailure; 7] = [
+        TransportFailure::ConnectionRefused,
+        TransportFailure::ConnectionReset,
+        TransportFailure::TimedOut,
+        TransportFailure::NoOwnerMapped,
+        TransportFailure::NodeUnavailable,
+        TransportFailure::MapMidUpdate,
+        TransportFailure::Other,
+    ];
+
+    /// Its name in scripts and logs.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransportFailure::ConnectionRefused => "ConnectionRefused",
+            TransportFailure::ConnectionReset => "ConnectionReset",
+            TransportFailure::TimedOut => "TimedOut",
+            TransportFailure::NoOwnerMapped => "NoOwnerMapped",
+            TransportFailure::NodeUnavailable => "NodeUnavailable",
+            TransportFailure::MapMidUpdate => "MapMidUpdate",
+            TransportFailure::Other => "Other",
+        }
+    }
+
     /// Churn failures are retried; a dead socket is itself a sign that
     /// routing changed, so all but a mid-update map also refresh it first.
     #[must_use]
@@ -227,96 +252,10 @@ mod tests {
     use super::*;
     use KvStatus::*;
 
+    // The bounds over whole requests are tested by replaying scripts
+    // (`simulate.rs`); these are single decisions.
+
     const MS: fn(u64) -> Duration = Duration::from_millis;
-
-    /// What a simulated request went through.
-    #[derive(Debug, Default, PartialEq)]
-    struct Trace {
-        attempts: u32,
-        refreshes: u32,
-        asks: u32,
-        slept: Duration,
-        end: Option<Decision>,
-    }
-
-    /// Drives a loop with simulated time: each attempt takes `rtt`, and the
-    /// outcomes come from `script` (its last entry repeats forever).
-    fn simulate(policy: RetryPolicy, rtt: Duration, script: &[Outcome]) -> Trace {
-        let mut retries = RetryLoop::new(policy);
-        let mut now = Duration::ZERO;
-        let mut trace = Trace::default();
-        loop {
-            let outcome = script[(trace.attempts as usize).min(script.len() - 1)];
-            trace.attempts += 1;
-            now += rtt;
-            let remaining = policy.deadline.map(|d| d.saturating_sub(now));
-            match retries.record(outcome, remaining) {
-                Decision::Retry { refresh_map, delay } => {
-                    trace.refreshes += u32::from(refresh_map);
-                    assert!(
-                        remaining.is_none_or(|left| delay < left),
-                        "sleeps past deadline"
-                    );
-                    trace.slept += delay;
-                    now += delay;
-                }
-                Decision::FollowAsk => trace.asks += 1,
-                end => {
-                    trace.end = Some(end);
-                    assert_eq!(retries.attempts(), trace.attempts);
-                    assert_eq!(retries.last_outcome(), Some(outcome));
-                    return trace;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn refresh_storm_incident_is_bounded() {
-        // 3 attempts, 60 s deadline, Moved forever: 3 attempts, 2 refreshes.
-        let t = simulate(RetryPolicy::DEFAULT, MS(1), &[Outcome::Status(Moved)]);
-        assert_eq!(t.attempts, 3);
-        assert_eq!(t.refreshes, 2);
-        assert_eq!(t.slept, MS(100 + 200));
-        assert_eq!(t.end, Some(Decision::GiveUp(StopReason::AttemptsExhausted)));
-    }
-
-    #[test]
-    fn answers_are_never_retried() {
-        for status in [Ok, NotFound, Conflict] {
-            let t = simulate(RetryPolicy::DEFAULT, MS(1), &[Outcome::Status(status)]);
-            assert_eq!((t.attempts, t.end), (1, Some(Decision::Return)));
-        }
-    }
-
-    #[test]
-    fn unknown_errors_surface_at_once() {
-        let t = simulate(
-            RetryPolicy::DEFAULT,
-            MS(1),
-            &[Outcome::Transport(TransportFailure::Other)],
-        );
-        assert_eq!((t.attempts, t.end), (1, Some(Decision::Surface)));
-    }
-
-    #[test]
-    fn churn_then_success() {
-        let script = [
-            Outcome::Status(Moved),
-            Outcome::Status(Migrating),
-            Outcome::Status(Ok),
-        ];
-        let policy = RetryPolicy {
-            max_attempts: 5,
-            ..RetryPolicy::DEFAULT
-        };
-        let t = simulate(policy, MS(1), &script);
-        assert_eq!(t.attempts, 3);
-        assert_eq!(t.refreshes, 1);
-        // 100 ms after attempt 1, 2 * 100 * 8 after the Migrating attempt 2.
-        assert_eq!(t.slept, MS(100 + 1600));
-        assert_eq!(t.end, Some(Decision::Return));
-    }
 
     #[test]
     fn transport_churn_refreshes_first() {
@@ -337,21 +276,8 @@ mod tests {
                 delay: MS(200)
             }
         );
-    }
-
-    #[test]
-    fn deadline_stops_before_the_budget() {
-        let policy = RetryPolicy {
-            max_attempts: 100,
-            backoff: MS(100),
-            deadline: Some(MS(1000)),
-        };
-        let t = simulate(policy, MS(10), &[Outcome::Status(Unavailable)]);
-        // Sleeps 100, 200, 300 (t = 640 ms after 4 attempts); the next wait,
-        // 400 ms, would not leave time before the deadline.
-        assert_eq!(t.attempts, 4);
-        assert_eq!(t.slept, MS(600));
-        assert_eq!(t.end, Some(Decision::GiveUp(StopReason::DeadlineReached)));
+        assert_eq!(retries.attempts(), 2);
+        assert_eq!(retries.last_outcome(), Some(mid));
     }
 
     #[test]
@@ -364,42 +290,16 @@ mod tests {
     }
 
     #[test]
-    fn no_deadline_means_only_the_budget() {
-        let policy = RetryPolicy {
-            max_attempts: 20,
-            deadline: None,
-            ..RetryPolicy::DEFAULT
-        };
-        let t = simulate(policy, MS(1), &[Outcome::Status(Migrating)]);
-        assert_eq!(t.attempts, 20);
-        // 800, 1600, then capped at 2000 for the other 17 pauses.
-        assert_eq!(t.slept, MS(800 + 1600 + 17 * 2000));
-    }
-
-    #[test]
-    fn disabled_retries_surface_the_raw_status() {
-        let t = simulate(
-            RetryPolicy::DEFAULT.without_retries(),
-            MS(1),
-            &[Outcome::Status(Moved)],
-        );
-        assert_eq!((t.attempts, t.refreshes), (1, 0));
-        assert_eq!(t.end, Some(Decision::GiveUp(StopReason::AttemptsExhausted)));
-    }
-
-    #[test]
-    fn ask_is_an_immediate_attempt() {
-        let t = simulate(
-            RetryPolicy::DEFAULT,
-            MS(1),
-            &[Outcome::Ask, Outcome::Status(Ok)],
-        );
-        assert_eq!(
-            (t.attempts, t.asks, t.refreshes, t.slept),
-            (2, 1, 0, Duration::ZERO)
-        );
-        // ASK forever still stops at the budget.
-        let t = simulate(RetryPolicy::DEFAULT, MS(1), &[Outcome::Ask]);
-        assert_eq!((t.attempts, t.asks), (3, 2));
+    fn every_transport_failure_is_classified() {
+        for failure in TransportFailure::ALL {
+            let class = failure.class();
+            match failure {
+                TransportFailure::Other => assert_eq!(class, None),
+                TransportFailure::MapMidUpdate => {
+                    assert_eq!(class, Some(RetryClass { refresh_map: false }))
+                }
+                _ => assert_eq!(class, Some(RetryClass { refresh_map: true })),
+            }
+        }
     }
 }

@@ -51,8 +51,18 @@ fn the_core_never_allocates() {
     let ascii_units: Vec<u16> = "user:1000:".repeat(100).encode_utf16().collect();
     let mut table = SegmentTable::new(vec![NO_OWNER; 16384].into_boxed_slice()).unwrap();
     let mut utf8 = [0u8; 64];
+    let script = [
+        Outcome::Status(KvStatus::Moved),
+        Outcome::Ask,
+        Outcome::Status(KvStatus::Migrating),
+        Outcome::Status(KvStatus::Ok),
+    ];
+    let nodes = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001,h myself,master - 0 0 1 connected 0-5460 [93->-292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f]\nbad line";
     // Warm up run-time CPU detection (std_detect may initialise lazily).
-    let _ = _benchable::simd_available();
+    for engine in CrcEngine::ALL {
+        let _ = engine.is_supported();
+    }
+    let _ = zaris_core::crc_engine();
 
     let n = allocations_during(|| {
         let mut sink = 0u64;
@@ -87,7 +97,7 @@ fn the_core_never_allocates() {
         eat(u64::from(parse_disable_retries("true").is_ok()));
         eat(u64::from(parse_refresh_wait_ms("15000").is_ok()));
         eat(u64::from(
-            RetryPolicy::from_env_values(Some("infinite"), Some("false")).is_ok(),
+            RetryPolicy::DEFAULT.without_retries().attempt_budget(),
         ));
         let mut retries = RetryLoop::new(RetryPolicy::DEFAULT);
         for outcome in [
@@ -108,6 +118,22 @@ fn the_core_never_allocates() {
             b"MOVED x",
         ] {
             eat(parse_error_reply(reply).map_or(1, |r| r.status().name().len() as u64));
+            eat(parse_error_reply(reply).map_or(1, |r| r.outcome().name().len() as u64));
+        }
+        for engine in CrcEngine::ALL {
+            eat(u64::from(
+                _benchable::slot_for_key_on(engine, &long).unwrap_or(0),
+            ));
+            eat(u64::from(_benchable::crc16_on(engine, &long).unwrap_or(0)));
+        }
+        for step in replay(&script, RetryPolicy::DEFAULT, Duration::from_millis(1)) {
+            eat(matches!(step, Step::Wait { .. }) as u64);
+        }
+        for outcome in parse_script("Moved, Migrating -> Ask, Bogus") {
+            eat(outcome.map_or(1, |o| o.name().len() as u64));
+        }
+        for node in parse_cluster_nodes(nodes).flatten() {
+            eat(u64::from(node.port) + node.slots().filter_map(Result::ok).count() as u64);
         }
         eat(table
             .apply(&OwnershipChange {

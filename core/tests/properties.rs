@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use zaris_core::{
     _benchable, crc16, crc16_bitwise, hash_tag, parse_error_reply, slot_for_key, slot_for_utf16,
-    utf8_from_utf16_lossy, Crc16, SLOT_COUNT,
+    utf8_from_utf16_lossy, Crc16, CrcEngine, SLOT_COUNT,
 };
 
 /// Random bytes, biased so that braces (the hash tag's delimiters) are
@@ -19,21 +19,30 @@ fn key_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     )
 }
 
+/// 2,000 cases each, or what `PROPTEST_CASES` says (fewer under emulation).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2_000)
+}
+
 fn reference_slot(key: &[u8]) -> u16 {
     crc16_bitwise(hash_tag(key)) % SLOT_COUNT
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn crc16_matches_reference(bytes in prop::collection::vec(any::<u8>(), 0..=4096)) {
         let want = crc16_bitwise(&bytes);
         prop_assert_eq!(crc16(&bytes), want);
-        prop_assert_eq!(_benchable::crc16_portable(&bytes), want);
         prop_assert_eq!(_benchable::crc16_slicing16(&bytes), want);
-        if let Some(simd) = _benchable::crc16_simd(&bytes) {
-            prop_assert_eq!(simd, want);
+        for engine in CrcEngine::ALL {
+            if let Some(crc) = _benchable::crc16_on(engine, &bytes) {
+                prop_assert_eq!(crc, want, "{}", engine);
+            }
         }
     }
 
@@ -55,7 +64,13 @@ proptest! {
 
     #[test]
     fn slot_matches_reference(key in key_bytes(4096)) {
-        prop_assert_eq!(slot_for_key(&key), reference_slot(&key));
+        let want = reference_slot(&key);
+        prop_assert_eq!(slot_for_key(&key), want);
+        for engine in CrcEngine::ALL {
+            if let Some(slot) = _benchable::slot_for_key_on(engine, &key) {
+                prop_assert_eq!(slot, want, "{}", engine);
+            }
+        }
     }
 
     #[test]

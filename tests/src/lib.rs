@@ -99,6 +99,7 @@ fn spawn(binary: &str, dir: &std::path::Path, port: u16, extra: &[String]) -> io
     // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
     // no memory of the parent; it makes the kernel kill the server when
     // the thread that started it exits, even if the test is killed.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {

@@ -5,7 +5,9 @@ use core::fmt;
 
 use crate::json;
 use wasm_bindgen::prelude::*;
-use zaris_core::{OwnerId, OwnershipChange, SegmentTable, NO_OWNER, SLOT_COUNT};
+use zaris_core::{
+    parse_cluster_nodes, OwnerId, OwnershipChange, SegmentTable, SlotEntry, NO_OWNER, SLOT_COUNT,
+};
 
 /// One node of the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,52 +103,31 @@ const DEMO_IDS: [&str; 6] = [
 ];
 
 impl ClusterMap {
-    /// Parses `CLUSTER NODES` output (as `redis-cli cluster nodes` prints it).
+    /// Parses `CLUSTER NODES` output (as `redis-cli cluster nodes` prints it)
+    /// with the core's parser.
     ///
     /// # Errors
     /// The first line that does not parse, or a slot served twice.
     pub fn parse_cluster_nodes(text: &str) -> Result<Self, MapError> {
         let mut nodes = Vec::new();
         let mut ranges: Vec<(usize, u16, u16, usize)> = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let number = index + 1;
-            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-            if fields.is_empty() {
-                continue;
-            }
-            let [id, addr, flags, master, _ping, _pong, _epoch, _link, ref slots @ ..] = fields[..]
-            else {
-                return Err(err(
-                    number,
-                    format!("expected at least 8 fields, found {}", fields.len()),
-                ));
-            };
-            if !id.bytes().all(|b| b.is_ascii_hexdigit()) || id.len() < 8 {
-                return Err(err(number, format!("'{id}' is not a node id")));
-            }
-            let addr = node_address(addr)
-                .ok_or_else(|| err(number, format!("'{addr}' is not host:port@cport")))?;
-            let flags: Vec<&str> = flags.split(',').collect();
-            let is_replica = flags.iter().any(|f| matches!(*f, "slave" | "replica"));
-            if !is_replica && !flags.contains(&"master") {
-                return Err(err(number, "flags name neither master nor replica"));
-            }
-            let node_index = nodes.len();
-            for slot in slots {
-                // `[slot->-id]` and `[slot-<-id]`: migration in progress; the
-                // owner is still the node that lists the slot plainly.
-                if slot.starts_with('[') {
-                    continue;
+        for node in parse_cluster_nodes(text) {
+            let node = node.map_err(|e| err(e.line, e.kind.to_string()))?;
+            for slot in node.slots() {
+                // `[slot->-id]` and `[slot-<-id]`: a migration in progress;
+                // the owner is still the node that lists the slot plainly.
+                if let Ok(SlotEntry::Served { first, last }) = slot {
+                    ranges.push((node.line, first, last, nodes.len()));
                 }
-                let (from, to) = slot_range(slot)
-                    .ok_or_else(|| err(number, format!("bad slot range '{slot}'")))?;
-                ranges.push((number, from, to, node_index));
             }
             nodes.push(Node {
-                id: id.to_owned(),
-                addr,
-                replica_of: (is_replica && master != "-").then(|| master.to_owned()),
-                failing: flags.iter().any(|f| f.starts_with("fail")),
+                id: node.id.to_owned(),
+                addr: node.addr.to_owned(),
+                replica_of: node
+                    .master_id
+                    .filter(|_| node.flags.replica)
+                    .map(str::to_owned),
+                failing: node.flags.fail || node.flags.possibly_failing,
             });
         }
         if nodes.is_empty() {
@@ -260,21 +241,6 @@ impl ClusterMap {
     pub fn owner_index(&self, slot: u16) -> Option<usize> {
         self.table.owner_of_slot(slot).ok().map(usize::from)
     }
-}
-
-/// `ip:port@cport[,hostname]` (or a bare `ip:port` from older servers).
-fn node_address(field: &str) -> Option<String> {
-    let addr = field.split(['@', ',']).next()?;
-    let (host, port) = addr.rsplit_once(':')?;
-    port.parse::<u16>().ok()?;
-    Some(format!("{host}:{port}"))
-}
-
-/// `N` or `A-B`, within 0..16384.
-fn slot_range(text: &str) -> Option<(u16, u16)> {
-    let (from, to) = text.split_once('-').unwrap_or((text, text));
-    let (from, to) = (from.parse::<u16>().ok()?, to.parse::<u16>().ok()?);
-    (from <= to && to < SLOT_COUNT).then_some((from, to))
 }
 
 #[wasm_bindgen]
@@ -608,12 +574,16 @@ mod browser_tests {
     #[wasm_bindgen_test]
     fn the_api_in_a_browser() {
         let units: Vec<u16> = "{user1000}.following".encode_utf16().collect();
-        assert_eq!(crate::slot_for_utf16_units(&units), 3443);
+        assert_eq!(crate::slot_for_utf16(&units), 3443);
         assert_eq!(
             crate::slots_for_lines(b"123456789\n{user1000}.x\n"),
             vec![12739, 3443]
         );
         let events = crate::simulate_retries("Moved, Ok", 3, 100, None, 1).unwrap();
         assert!(events.contains(r#""event":"refresh""#), "{events}");
+        // A batch read past what was written is an error, not a phantom key.
+        let batch = crate::KeyBatch::new(16);
+        assert_eq!(batch.slots(16).map(|s| s.len()).ok(), Some(1));
+        assert!(batch.slots(17).is_err());
     }
 }

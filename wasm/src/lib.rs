@@ -12,9 +12,7 @@
 //! the per-key cost is the hash, not the boundary.
 
 use wasm_bindgen::prelude::*;
-use zaris_core::{
-    hash_tag_span, hash_tag_span_utf16, segment_for_slot, slot_for_key, slot_for_utf16,
-};
+use zaris_core::slot_for_key;
 
 mod cluster;
 mod json;
@@ -26,8 +24,8 @@ pub use simulate::simulate_retries;
 /// Slot of a key given as UTF-16 code units (a JS string's `charCodeAt`s).
 #[wasm_bindgen(js_name = slotForUtf16)]
 #[must_use]
-pub fn slot_for_utf16_units(units: &[u16]) -> u16 {
-    slot_for_utf16(units)
+pub fn slot_for_utf16(units: &[u16]) -> u16 {
+    zaris_core::slot_for_utf16(units)
 }
 
 /// Slot of a binary key.
@@ -41,24 +39,24 @@ pub fn slot_for_bytes(bytes: &[u8]) -> u16 {
 /// string indices), or `undefined` when the whole key is hashed.
 #[wasm_bindgen(js_name = hashTagSpanUtf16)]
 #[must_use]
-pub fn hash_tag_span_units(units: &[u16]) -> Option<Vec<u32>> {
-    hash_tag_span_utf16(units).map(|r| vec![r.start as u32, r.end as u32])
+pub fn hash_tag_span_utf16(units: &[u16]) -> Option<Vec<u32>> {
+    zaris_core::hash_tag_span_utf16(units).map(|r| vec![r.start as u32, r.end as u32])
 }
 
 /// The hashed span of a binary key as `[start, end)` byte offsets, or
 /// `undefined` when the whole key is hashed.
 #[wasm_bindgen(js_name = hashTagSpanBytes)]
 #[must_use]
-pub fn hash_tag_span_of_bytes(bytes: &[u8]) -> Option<Vec<u32>> {
-    hash_tag_span(bytes).map(|r| vec![r.start as u32, r.end as u32])
+pub fn hash_tag_span(bytes: &[u8]) -> Option<Vec<u32>> {
+    zaris_core::hash_tag_span(bytes).map(|r| vec![r.start as u32, r.end as u32])
 }
 
 /// The segment of `slot` among `segments` (clamped into 1..=16384; see the
 /// core's `segment_for_slot`).
 #[wasm_bindgen(js_name = segmentForSlot)]
 #[must_use]
-pub fn segment_of_slot(slot: u16, segments: u16) -> u16 {
-    segment_for_slot(slot, segments)
+pub fn segment_for_slot(slot: u16, segments: u16) -> u16 {
+    zaris_core::segment_for_slot(slot, segments)
 }
 
 /// Segments of many slots at once.
@@ -67,7 +65,7 @@ pub fn segment_of_slot(slot: u16, segments: u16) -> u16 {
 pub fn segments_for_slots(slots: &[u16], segments: u16) -> Vec<u16> {
     slots
         .iter()
-        .map(|&s| segment_for_slot(s, segments))
+        .map(|&s| zaris_core::segment_for_slot(s, segments))
         .collect()
 }
 
@@ -117,9 +115,18 @@ impl KeyBatch {
     }
 
     /// Slots of the keys in the first `len` bytes, as [`slots_for_lines`].
-    #[must_use]
-    pub fn slots(&self, len: usize) -> Vec<u16> {
-        slots_for_lines(self.bytes.get(..len).unwrap_or(&self.bytes))
+    ///
+    /// # Errors
+    /// `len` past the buffer's capacity: those bytes were never written, so
+    /// they hold no keys (reading them would invent one).
+    pub fn slots(&self, len: usize) -> Result<Vec<u16>, JsError> {
+        match self.bytes.get(..len) {
+            Some(text) => Ok(slots_for_lines(text)),
+            None => Err(JsError::new(&format!(
+                "{len} bytes asked of a batch of {} bytes",
+                self.bytes.len()
+            ))),
+        }
     }
 }
 
@@ -146,7 +153,9 @@ pub fn slots_for_utf16_lines(units: &[u16]) -> Vec<u16> {
     }
     units
         .split(|&u| u == u16::from(b'\n'))
-        .map(|line| slot_for_utf16(line.strip_suffix(&[u16::from(b'\r')]).unwrap_or(line)))
+        .map(|line| {
+            zaris_core::slot_for_utf16(line.strip_suffix(&[u16::from(b'\r')]).unwrap_or(line))
+        })
         .collect()
 }
 
@@ -160,12 +169,12 @@ mod tests {
 
     #[test]
     fn single_keys() {
-        assert_eq!(slot_for_utf16_units(&units("{user1000}.following")), 3443);
-        assert_eq!(slot_for_utf16_units(&units("123456789")), 12739);
+        assert_eq!(slot_for_utf16(&units("{user1000}.following")), 3443);
+        assert_eq!(slot_for_utf16(&units("123456789")), 12739);
         assert_eq!(slot_for_bytes(b"123456789"), 12739);
-        assert_eq!(hash_tag_span_units(&units("κ{δ}x")), Some(vec![2, 3]));
-        assert_eq!(hash_tag_span_of_bytes("κ{δ}x".as_bytes()), Some(vec![3, 5]));
-        assert_eq!(hash_tag_span_units(&units("{}x")), None);
+        assert_eq!(hash_tag_span_utf16(&units("κ{δ}x")), Some(vec![2, 3]));
+        assert_eq!(hash_tag_span("κ{δ}x".as_bytes()), Some(vec![3, 5]));
+        assert_eq!(hash_tag_span_utf16(&units("{}x")), None);
     }
 
     #[test]
@@ -185,12 +194,8 @@ mod tests {
         assert!(slots_for_lines(b"").is_empty());
         let mut batch = KeyBatch::new(64);
         batch.bytes[..text.len()].copy_from_slice(text.as_bytes());
-        assert_eq!(batch.slots(text.len()), want);
-        assert_eq!(
-            batch.slots(usize::MAX).len(),
-            want.len() + 1,
-            "the zero tail reads as one more key"
-        );
+        assert_eq!(batch.slots(text.len()).ok(), Some(want.clone()));
+        assert_eq!(batch.slots(64).map(|s| s.len()).ok(), Some(want.len() + 1));
         assert!(slots_for_utf16_lines(&[]).is_empty());
         assert_eq!(
             segments_for_slots(&[0, 8191, 8192, 16383], 2),

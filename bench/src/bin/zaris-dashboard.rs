@@ -113,7 +113,7 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
         ),
         cpu: cpu_model(),
         cpus: std::thread::available_parallelism().map_or(1, usize::from),
-        crc_engine: zaris_core::_benchable::engine().to_owned(),
+        crc_engine: zaris_core::crc_engine().description().to_owned(),
         quick,
         medians_ns,
         allocations_per_op,

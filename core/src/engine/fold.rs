@@ -1,0 +1,410 @@
+//! Carry-less folding, written once over [`Lanes`]: a register of one, two
+//! or four 128-bit lanes (PCLMULQDQ on xmm, VPCLMULQDQ on ymm or zmm, PMULL
+//! on aarch64). Each tier's file supplies the register operations; this
+//! file decides which block goes where.
+//!
+//! The message is a polynomial whose first byte holds the top coefficients.
+//! Cut into 16-byte blocks `b_0 .. b_{m-1}`, its CRC from state 0 is
+//! `(sum of b_i * x^(128 (m-1-i))) * x^16 mod P`. Two ways to build that
+//! sum, both with independent multiplies only:
+//!
+//! - **Direct.** Up to [`MAX_DISTANCE`] blocks: each block is multiplied by
+//!   the constant that moves it to the end (`x^(128 d) mod P`, `d` blocks
+//!   away), all at once, and the products are xored. No multiply waits for
+//!   another.
+//! - **Lanes.** Longer: `ACCUMULATORS` registers of lanes take a stride of
+//!   consecutive blocks at a time, each lane folding its own chain (`acc *
+//!   x^(128 stride) + next`); the chains are independent, so the multiplier
+//!   stays busy. What is left after the last whole stride is then moved to
+//!   the end directly, lanes included.
+//!
+//! Products of a 64-bit half and a 16-bit constant have degree below 80,
+//! so nothing is reduced until one Barrett step at the very end.
+
+use super::gf2::{fold_keys, mul_mod, X_INVERSE};
+use super::swar::load_padded;
+
+/// A register of `LANES` 128-bit lanes and the carry-less operations on it.
+///
+/// # Safety
+/// Every method requires the CPU features of the implementing tier, which
+/// the caller proves by holding that tier's token; methods that read bytes
+/// say how many they read.
+pub(crate) trait Lanes: Copy {
+    /// 128-bit lanes per register.
+    const LANES: usize;
+    /// Registers the main loop keeps folding side by side: enough
+    /// independent chains to cover the multiplier's latency.
+    const ACCUMULATORS: usize;
+    /// Whether lanes hold their polynomials bit-reflected (bit `i` the
+    /// coefficient of `x^(127-i)`), which [`Lanes::reverse`] produces by
+    /// reversing the bits of each byte instead of the bytes of each lane.
+    /// The keys then come reflected too ([`reflect_keys`]).
+    const REFLECTED: bool;
+
+    /// All zeros.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn zero() -> Self;
+
+    /// `16 * LANES` raw message bytes from the front of `bytes`.
+    ///
+    /// # Safety
+    /// The tier's CPU features, and `bytes.len() >= 16 * LANES`.
+    unsafe fn load(bytes: &[u8]) -> Self;
+
+    /// The whole 16-byte blocks of `bytes` (fewer than `LANES`, at least
+    /// one) in the low lanes, raw; zeros above.
+    ///
+    /// # Safety
+    /// The tier's CPU features, and `16 <= bytes.len() < 16 * LANES`.
+    unsafe fn load_partial(bytes: &[u8]) -> Self;
+
+    /// `byte` in every byte.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn splat(byte: u8) -> Self;
+
+    /// Whether any byte of any of `raw` equals the same byte of `needle`.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn any_equal(raw: &[Self], needle: Self) -> bool;
+
+    /// Each lane's bytes reversed, so that its first message byte is on top
+    /// (or, when `REFLECTED`, the bits of each byte reversed: the lane's
+    /// polynomial bit-reflected).
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn reverse(raw: Self) -> Self;
+
+    /// Per lane: `acc.lo * keys.lo ^ acc.hi * keys.hi ^ next`, carry-less.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn fold(acc: Self, keys: Self, next: Self) -> Self;
+
+    /// The same key pair in every lane.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn splat_keys(keys: [u64; 2]) -> Self;
+
+    /// `keys[l]` in lane `l`.
+    ///
+    /// # Safety
+    /// The tier's CPU features, and `keys.len() >= LANES`.
+    unsafe fn lane_keys(keys: &[[u64; 2]]) -> Self;
+
+    /// A polynomial of degree below 128 in lane 0 (reflected when
+    /// `REFLECTED`), zeros above.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn low_lane(value: u128) -> Self;
+
+    /// The xor of the lanes, a polynomial of degree below 80, reduced
+    /// modulo `P`: a CRC.
+    ///
+    /// # Safety
+    /// The tier's CPU features.
+    unsafe fn reduce(v: Self) -> u16;
+}
+
+/// How many blocks apart a block may be moved in one multiply. The direct
+/// path takes regions up to this many blocks; the lane path leaves at most
+/// this many (lanes included) for its final move. Two strides of the
+/// widest tier: four registers of four lanes.
+pub(crate) const MAX_DISTANCE: usize = 32;
+
+/// Key pairs for the final move, in descending distance (`MAX_DISTANCE -
+/// 1` blocks first, then down to 0), then three zero pairs: a register
+/// whose lane 0 is `d` blocks from the end loads its keys from one place
+/// (`MAX_DISTANCE - 1 - d`), and lanes past the end (zeros in a partial
+/// register) read zero keys instead of running off the table. Each pair
+/// also multiplies by `x^16`, the last step of a CRC, so that the sum of
+/// the products (degree below 80) only needs reducing.
+static TO_THE_END: [[u64; 2]; MAX_DISTANCE + 3] = end_table(false);
+/// [`TO_THE_END`] for reflected lanes.
+static TO_THE_END_REFLECTED: [[u64; 2]; MAX_DISTANCE + 3] = end_table(true);
+
+const fn end_table(reflected: bool) -> [[u64; 2]; MAX_DISTANCE + 3] {
+    let mut t = [[0; 2]; MAX_DISTANCE + 3];
+    let mut i = 0;
+    while i < MAX_DISTANCE {
+        let keys = fold_keys(128 * (MAX_DISTANCE - 1 - i) as u32 + 16);
+        t[i] = if reflected { reflect_keys(keys) } else { keys };
+        i += 1;
+    }
+    t
+}
+
+/// Fold keys for reflected lanes. A reflected lane `a` holds `rev(A_hi)` in
+/// its low half and `rev(A_lo)` in its high half, and a carry-less product
+/// of reflected operands comes out reflected but one bit short:
+/// `rev128(X * Y) = (rev64(X) * rev64(Y)) << 1`. Multiplying by `K / x`
+/// instead of `K` takes that bit back, so the keys are, low half first,
+/// `[rev64(K_hi / x), rev64(K_lo / x)]` (division by `x` modulo `P`: `P`
+/// has a constant term, so `x` is invertible).
+pub(crate) const fn reflect_keys(keys: [u64; 2]) -> [u64; 2] {
+    [
+        (mul_mod(keys[1] as u16, X_INVERSE) as u64).reverse_bits(),
+        (mul_mod(keys[0] as u16, X_INVERSE) as u64).reverse_bits(),
+    ]
+}
+
+/// The keys that move a block `d` blocks further, for `V`'s lanes.
+const fn move_keys<V: Lanes>(d: u32) -> [u64; 2] {
+    if V::REFLECTED {
+        reflect_keys(fold_keys(128 * d))
+    } else {
+        fold_keys(128 * d)
+    }
+}
+
+/// The plain keys that move a block `d < MAX_DISTANCE` blocks to the end
+/// of a message and multiply it by `x^16`: the products of a short key's
+/// blocks by these sum to a value that only needs reducing.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn end_keys(d: usize) -> [u64; 2] {
+    TO_THE_END
+        .get((MAX_DISTANCE - 1).wrapping_sub(d))
+        .copied()
+        .unwrap_or([0; 2])
+}
+
+/// The keys for a register whose lane 0 is `d` blocks from the end.
+///
+/// # Safety
+/// The tier's CPU features.
+#[inline(always)]
+unsafe fn keys_to_end<V: Lanes>(d: usize) -> V {
+    let at = (MAX_DISTANCE - 1).saturating_sub(d);
+    let table = if V::REFLECTED {
+        &TO_THE_END_REFLECTED
+    } else {
+        &TO_THE_END
+    };
+    match table.get(at..at + V::LANES) {
+        // SAFETY: the tier's features are the caller's; the slice holds
+        // `LANES` pairs.
+        Some(keys) => unsafe { V::lane_keys(keys) },
+        // Unreachable for `d < MAX_DISTANCE` and `LANES <= 4`.
+        // SAFETY: the tier's features are the caller's.
+        None => unsafe { V::zero() },
+    }
+}
+
+/// Accumulator registers a tier may ask for.
+const MAX_ACCUMULATORS: usize = 8;
+
+/// Registers the direct path may hold: 16 one-lane registers cover the
+/// 15 blocks a one-lane tier leaves to it (its lane path starts at 16);
+/// wider tiers need fewer.
+const MAX_TAIL: usize = 16;
+
+/// The CRC from state 0 of `prefix` (a block of at most 16 bytes, the
+/// message's first, zero-padded in front) followed by the whole 16-byte
+/// blocks at the front of `region` that hold no `stop`; and how many bytes
+/// of `region` that was. It may stop early (before a register that may hold
+/// `stop`, or before the blocks past the direct path's reach); the caller
+/// continues from there.
+///
+/// # Safety
+/// The CPU features of `V`'s tier.
+#[inline(always)]
+pub(crate) unsafe fn fold<V: Lanes>(prefix: u128, region: &[u8], stop: Option<u8>) -> (u16, usize) {
+    // SAFETY: the tier's features are the caller's (every `V::` call needs
+    // them), and every load reads a slice at least as long as the load:
+    // `&region[a..b]` and the chunk lengths are checked before each load.
+    unsafe {
+        const { assert!(V::ACCUMULATORS <= MAX_ACCUMULATORS && V::LANES <= 4) };
+        let reg = 16 * V::LANES;
+        let stride = reg * V::ACCUMULATORS;
+        let stride_blocks = stride / 16;
+        // The direct path's reach must cover what the lane path leaves: its
+        // lanes and less than a stride after them.
+        const { assert!(2 * 16 * V::ACCUMULATORS * V::LANES / 16 <= MAX_DISTANCE) };
+        let blocks = region.len() / 16;
+        let needle = V::splat(stop.unwrap_or(0));
+        let stopping = stop.is_some();
+        let mut acc = [(V::zero()); MAX_ACCUMULATORS];
+        let acc = &mut acc[..V::ACCUMULATORS];
+        let mut lanes = false;
+        let mut pos = 0;
+
+        // The lane path, for regions past the direct path's reach.
+        if blocks >= MAX_DISTANCE.min(2 * stride_blocks) {
+            for (r, lane) in acc.iter_mut().enumerate() {
+                *lane = V::load(&region[r * reg..]);
+            }
+            if !(stopping && (V::any_equal(acc, needle))) {
+                lanes = true;
+                for lane in acc.iter_mut() {
+                    *lane = V::reverse(*lane);
+                }
+                // The prefix is the block before lane 0's first: fold it in.
+                let one_block = V::splat_keys(const { move_keys::<V>(1) });
+                acc[0] = V::fold(V::low_lane(prefix), one_block, acc[0]);
+                // Computed at compile time: `x_pow_mod` is a loop of `d` steps.
+                let step =
+                    V::splat_keys(const { move_keys::<V>((V::ACCUMULATORS * V::LANES) as u32) });
+                pos = stride;
+                while region.len() - pos >= stride {
+                    let group = &region[pos..pos + stride];
+                    let mut raw = [(V::zero()); MAX_ACCUMULATORS];
+                    let raw = &mut raw[..V::ACCUMULATORS];
+                    for (r, v) in raw.iter_mut().enumerate() {
+                        *v = V::load(&group[r * reg..]);
+                    }
+                    if stopping && (V::any_equal(raw, needle)) {
+                        break;
+                    }
+                    for (lane, &v) in acc.iter_mut().zip(raw.iter()) {
+                        *lane = V::fold(*lane, step, V::reverse(v));
+                    }
+                    pos += stride;
+                }
+            }
+        }
+
+        // The blocks left, up to the direct path's reach: lane 0 of the lanes
+        // (or the prefix, one block before block 0) must stay within
+        // `MAX_DISTANCE - 1` blocks of the end. They are loaded once, checked
+        // for the stop byte with one branch, and kept in registers.
+        let first = if lanes { (pos - stride) / 16 } else { 0 };
+        let reach = if lanes {
+            first + MAX_DISTANCE
+        } else {
+            MAX_DISTANCE - 1
+        };
+        let tail_start = pos;
+        let end = (blocks.min(reach) * 16).max(tail_start);
+        let mut tail = [(V::zero()); MAX_TAIL];
+        let mut count = 0;
+        let mut at = tail_start;
+        while at < end && count < MAX_TAIL {
+            let chunk = &region[at..end.min(at + reg)];
+            tail[count] = if chunk.len() == reg {
+                V::load(chunk)
+            } else {
+                V::load_partial(chunk)
+            };
+            count += 1;
+            at += chunk.len();
+        }
+        let mut end = at;
+        if stopping && (V::any_equal(&tail[..count], needle)) {
+            // Rare: find the first register that may hold the stop byte.
+            let clean = tail[..count]
+                .iter()
+                .take_while(|&&raw| !(V::any_equal(&[raw], needle)))
+                .count();
+            count = clean;
+            end = tail_start + clean * reg;
+        }
+
+        // Every lane moves to the end in one multiply; none waits for another.
+        let end_block = end / 16;
+        let mut sum = V::zero();
+        if lanes {
+            for (r, &lane) in acc.iter().enumerate() {
+                let lane0 = first + r * V::LANES;
+                sum = V::fold(lane, keys_to_end::<V>(end_block - 1 - lane0), sum);
+            }
+        } else if prefix != 0 {
+            sum = V::fold(V::low_lane(prefix), keys_to_end::<V>(end_block), sum);
+        }
+        for (i, &raw) in tail[..count].iter().enumerate() {
+            let keys = keys_to_end::<V>(end_block - 1 - (tail_start / 16 + i * V::LANES));
+            sum = V::fold(V::reverse(raw), keys, sum);
+        }
+        ((V::reduce(sum)), end)
+    }
+}
+
+/// [`Engine::update_blocks`](super::generic::Engine::update_blocks) on a
+/// carry-less tier: from state 0 the first `len % 16` bytes are padded in
+/// front, so that the rest is whole blocks; from any other state the first
+/// block carries the state over its first two bytes.
+///
+/// # Safety
+/// The CPU features of `V`'s tier.
+#[inline(always)]
+pub(crate) unsafe fn update_blocks<V: Lanes>(
+    crc: u16,
+    bytes: &[u8],
+    stop: Option<u8>,
+) -> (u16, usize) {
+    if bytes.len() < 16 {
+        return (crc, 0);
+    }
+    let head = if crc == 0 { bytes.len() % 16 } else { 16 };
+    let (first, region) = bytes.split_at(head);
+    if stop.is_some_and(|s| first.contains(&s)) {
+        return (crc, 0);
+    }
+    let prefix = load_padded(first) ^ u128::from(crc) << 112;
+    // SAFETY: the tier's features are the caller's.
+    let (crc, used) = unsafe { fold::<V>(prefix, region, stop) };
+    (crc, head + used)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::gf2::x_pow_mod;
+
+    #[test]
+    fn the_tables_move_blocks_to_the_end_and_multiply_by_x16() {
+        for d in 0..MAX_DISTANCE {
+            let keys = TO_THE_END[MAX_DISTANCE - 1 - d];
+            assert_eq!(keys[0], u64::from(x_pow_mod(128 * d as u32 + 16)));
+            assert_eq!(keys[1], u64::from(x_pow_mod(128 * d as u32 + 80)));
+            assert_eq!(
+                TO_THE_END_REFLECTED[MAX_DISTANCE - 1 - d],
+                reflect_keys(keys)
+            );
+        }
+        assert_eq!(TO_THE_END[MAX_DISTANCE..], [[0; 2]; 3]);
+        assert_eq!(TO_THE_END_REFLECTED[MAX_DISTANCE..], [[0; 2]; 3]);
+    }
+
+    /// `clmul(rev64(a), rev64(k / x))` is `rev128(a * k)`: reflected keys
+    /// fold reflected lanes exactly as plain keys fold plain ones.
+    #[test]
+    fn reflected_keys_fold_reflected_lanes() {
+        fn clmul(a: u64, b: u64) -> u128 {
+            (0..64)
+                .filter(|i| b >> i & 1 == 1)
+                .fold(0, |p, i| p ^ u128::from(a) << i)
+        }
+        let lane: u128 = 0x0123_4567_89AB_CDEF_FEDC_BA98_7654_3210;
+        for d in [1u32, 5, 16, 31] {
+            let keys = fold_keys(128 * d);
+            let plain = clmul(lane as u64, keys[0]) ^ clmul((lane >> 64) as u64, keys[1]);
+            let r = lane.reverse_bits();
+            let rk = reflect_keys(keys);
+            let reflected = clmul(r as u64, rk[0]) ^ clmul((r >> 64) as u64, rk[1]);
+            // Not equal as numbers (K / x differs from K), but equal modulo P
+            // once each is brought back to the plain domain.
+            let back = reflected.reverse_bits();
+            assert_eq!(reduce(back), reduce(plain), "d {d}");
+        }
+        fn reduce(v: u128) -> u16 {
+            (0..128).rev().fold(0u16, |r, i| {
+                let top = r & 0x8000 != 0;
+                let r = r << 1 | (v >> i & 1) as u16;
+                if top {
+                    r ^ crate::engine::gf2::POLY
+                } else {
+                    r
+                }
+            })
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! SIMD within a register: byte searches and short loads in plain integer
+//! arithmetic, for every CPU (the portable engine, and the parts of the
+//! carry-less engines that run before any vector register is touched).
+
+/// Whether any byte of `word` is `needle`: the classic "has zero byte" bit
+/// trick on `word ^ needle-splat`, exact (no false positives).
+#[inline(always)]
+pub(crate) const fn word_has_byte(word: u64, needle: u8) -> bool {
+    byte_hits(word, needle) != 0
+}
+
+/// Nonzero exactly when some byte of `word` is `needle`, so that several
+/// words' hits can be or-ed and tested with one branch.
+#[inline(always)]
+pub(crate) const fn byte_hits(word: u64, needle: u8) -> u64 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let x = word ^ (LOW * needle as u64);
+    x.wrapping_sub(LOW) & !x & HIGH
+}
+
+/// The top bit of each byte of `block` that equals `byte`, and no other bit.
+/// Exact per byte, unlike the cheaper "has zero byte" trick, whose borrow
+/// can mark a byte above a match.
+#[inline(always)]
+pub(crate) const fn bytes_equal(block: u128, byte: u8) -> u128 {
+    const LOW7: u128 = u128::from_ne_bytes([0x7F; 16]);
+    let x = block ^ u128::from_ne_bytes([byte; 16]);
+    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+}
+
+/// Position of the first `needle` in `hay`, eight bytes a step.
+#[inline]
+pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
+    let (words, rest) = hay.as_chunks::<8>();
+    for (i, w) in words.iter().enumerate() {
+        if word_has_byte(u64::from_le_bytes(*w), needle) {
+            return w.iter().position(|&b| b == needle).map(|p| i * 8 + p);
+        }
+    }
+    rest.iter()
+        .position(|&b| b == needle)
+        .map(|p| words.len() * 8 + p)
+}
+
+/// At most 16 bytes as one big-endian number, zero-padded in front. The CRC
+/// from state 0 of the padded block equals the CRC of the bytes, since
+/// leading zeros leave a zero state untouched; more than 16 bytes read as
+/// their last 16.
+#[inline(always)]
+pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
+    // Two overlapping loads cover any length; shared bytes land in the same
+    // place in both, so or-ing them is exact.
+    let n = bytes.len();
+    match *bytes {
+        [] => 0,
+        [a, ..] if n < 4 => {
+            let (mid, last) = (bytes[n / 2], bytes[n - 1]);
+            u128::from(
+                u32::from(a) << (8 * (n - 1))
+                    | u32::from(mid) << (8 * (n - 1 - n / 2))
+                    | u32::from(last),
+            )
+        }
+        _ if n < 8 => {
+            let head = read_be::<4>(bytes, 0);
+            let tail = read_be::<4>(bytes, n - 4);
+            u128::from(head << (8 * (n - 4)) | tail)
+        }
+        _ if n <= 16 => {
+            let head = u128::from(read_be::<8>(bytes, 0));
+            let tail = u128::from(read_be::<8>(bytes, n - 8));
+            head << (8 * (n - 8)) | tail
+        }
+        _ => u128::from_be_bytes(*bytes.last_chunk().unwrap_or(&[0; 16])),
+    }
+}
+
+/// `N` bytes at `at` as a big-endian number (`N` is 4 or 8). A slice too
+/// short reads as zero rather than panicking; callers check lengths.
+#[inline(always)]
+fn read_be<const N: usize>(bytes: &[u8], at: usize) -> u64 {
+    let Some(b) = bytes.get(at..at + N) else {
+        return 0;
+    };
+    match N {
+        4 => b.try_into().map_or(0, |w| u64::from(u32::from_be_bytes(w))),
+        _ => b.try_into().map_or(0, u64::from_be_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_tests_are_exact() {
+        for needle in [0u8, b'{', b'}', 0x7f, 0x80, 0xff] {
+            for b in 0..=255u8 {
+                for at in [0usize, 5, 7] {
+                    let mut w = [b'a'; 8];
+                    w[at] = b;
+                    let expect = w.contains(&needle);
+                    assert_eq!(word_has_byte(u64::from_le_bytes(w), needle), expect);
+                    let mut block = [needle.wrapping_add(1); 16];
+                    block[at * 2] = b;
+                    let hits = bytes_equal(u128::from_be_bytes(block), needle);
+                    let want = (0..16)
+                        .filter(|&i| block[i] == needle)
+                        .fold(0u128, |m, i| m | 0x80 << (8 * (15 - i)));
+                    assert_eq!(hits, want, "needle {needle:#x} byte {b:#x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn find_byte_finds_the_first() {
+        let hay: [u8; 40] = core::array::from_fn(|i| i as u8);
+        for i in 0..40u8 {
+            assert_eq!(find_byte(&hay, i), Some(usize::from(i)));
+        }
+        assert_eq!(find_byte(&hay, 200), None);
+        assert_eq!(find_byte(b"a{b{c", b'{'), Some(1));
+        assert_eq!(find_byte(b"", b'{'), None);
+    }
+
+    #[test]
+    fn padded_loads() {
+        let msg: [u8; 20] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xA5);
+        for n in 0..=20 {
+            let keep = n.min(16);
+            let want = msg[n - keep..n]
+                .iter()
+                .fold(0u128, |a, &b| a << 8 | u128::from(b));
+            assert_eq!(load_padded(&msg[..n]), want, "n {n}");
+        }
+    }
+}

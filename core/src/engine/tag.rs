@@ -1,0 +1,171 @@
+//! The hash-tag rule, once as the reference and then in the shapes the fast
+//! paths hold a key in. Every variant is tested here against [`span`].
+//!
+//! The rule: find the first `{`; if a `}` follows it with at least one byte
+//! between them, only the bytes between that `{` and the first `}` after it
+//! are hashed; otherwise the whole key is.
+
+use core::ops::Range;
+
+use super::swar::{bytes_equal, find_byte};
+
+/// The reference: where the hash tag lies in `key`, or `None` when the
+/// whole key is hashed.
+#[inline]
+pub(crate) fn span(key: &[u8]) -> Option<Range<usize>> {
+    let open = find_byte(key, b'{')?;
+    let close = open + 1 + find_byte(&key[open + 1..], b'}')?;
+    (close > open + 1).then_some(open + 1..close)
+}
+
+/// The rule on a key of at most 16 bytes held as one zero-padded big-endian
+/// block (the portable engine's short key): `(open, close)` counted in bytes
+/// from the top of the block, the tag being the bytes strictly between.
+/// Padding bytes are zero and never match a brace.
+#[inline(always)]
+pub(crate) fn span_in_block(block: u128) -> Option<(u32, u32)> {
+    let opens = bytes_equal(block, b'{');
+    if opens == 0 {
+        return None;
+    }
+    let open = opens.leading_zeros() / 8;
+    // Positions after the first '{' (none when it is the last byte).
+    let after_open = (1u128 << (120 - 8 * open)) - 1;
+    let closes = bytes_equal(block, b'}') & after_open;
+    let close = closes.leading_zeros() / 8;
+    (closes != 0 && close > open + 1).then_some((open, close))
+}
+
+/// The rule on move-masks of a zero-padded 16-byte block in a vector
+/// register, where bit `j` stands for the byte `15 - j` from the top (so the
+/// earliest byte is the highest bit): `(open_bit, close_bit)`, the tag being
+/// the bits strictly between.
+#[cfg_attr(not(any(target_arch = "x86_64", test)), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn span_in_block_masks(opens: u32, closes: u32) -> Option<(u32, u32)> {
+    if opens == 0 {
+        return None;
+    }
+    let open_bit = 31 - opens.leading_zeros();
+    let closes = closes & ((1 << open_bit) - 1);
+    if closes == 0 {
+        return None;
+    }
+    let close_bit = 31 - closes.leading_zeros();
+    (open_bit > close_bit + 1).then_some((open_bit, close_bit))
+}
+
+/// The rule on move-masks of a key of at most 64 bytes, bit `p` standing for
+/// key byte `p` (loads in key order, overlapping ones setting the same bits).
+#[cfg_attr(not(any(target_arch = "x86_64", test)), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn span_in_masks(opens: u64, closes: u64) -> Option<Range<usize>> {
+    if opens == 0 {
+        return None;
+    }
+    let open = opens.trailing_zeros() as usize;
+    // Bits past `open` (none when `open` is the last byte).
+    let closes = closes & u64::MAX.checked_shl(open as u32 + 1).unwrap_or(0);
+    let close = closes.trailing_zeros() as usize;
+    (closes != 0 && close > open + 1).then_some(open + 1..close)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask(key: &[u8], byte: u8) -> u64 {
+        key.iter()
+            .enumerate()
+            .filter(|(_, &b)| b == byte)
+            .fold(0, |m, (i, _)| m | 1 << i)
+    }
+
+    /// Keys of every length up to `max` with a `{` and a `}` at every pair
+    /// of positions (or absent), over a filler that holds neither.
+    fn brace_placements(max: usize, mut check: impl FnMut(&[u8])) {
+        for len in 0..=max {
+            for open in 0..=len {
+                for close in 0..=len {
+                    let mut key = [b'x'; 64];
+                    key[..len]
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(i, b)| *b = b'a' + (i % 26) as u8);
+                    if open < len {
+                        key[open] = b'{';
+                    }
+                    if close < len {
+                        key[close] = b'}';
+                    }
+                    check(&key[..len]);
+                }
+            }
+        }
+        for key in [
+            &b"{{a}}"[..],
+            b"{}{a}",
+            b"}{a}",
+            b"{a}{b}",
+            b"a{{}",
+            b"{}}",
+            b"{{}}",
+        ] {
+            check(key);
+        }
+    }
+
+    #[test]
+    fn the_reference_on_documented_forms() {
+        let cases: &[(&[u8], Option<Range<usize>>)] = &[
+            (b"{user1000}.following", Some(1..9)),
+            (b"foo{}{bar}", None),
+            (b"foo{{bar}}", Some(4..8)),
+            (b"foo{bar}{zap}", Some(4..7)),
+            (b"{}", None),
+            (b"{", None),
+            (b"}{a}", Some(2..3)),
+        ];
+        for (key, want) in cases {
+            assert_eq!(span(key), *want, "{:?}", key.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn block_variant_matches_the_reference() {
+        brace_placements(16, |key| {
+            let block = super::super::swar::load_padded(key);
+            let pad = 16 - key.len() as u32;
+            let got = span_in_block(block).map(|(o, c)| (o - pad + 1) as usize..(c - pad) as usize);
+            assert_eq!(got, span(key), "{:?}", key.escape_ascii());
+        });
+    }
+
+    #[test]
+    fn block_mask_variant_matches_the_reference() {
+        brace_placements(16, |key| {
+            // Bit j is the byte 15 - j from the top of the padded block.
+            let pad = 16 - key.len();
+            let rev = |m: u64| {
+                (0..key.len())
+                    .filter(|&p| m >> p & 1 == 1)
+                    .fold(0u32, |r, p| r | 1 << (15 - (p + pad)))
+            };
+            let got = span_in_block_masks(rev(mask(key, b'{')), rev(mask(key, b'}')))
+                .map(|(o, c)| (15 - o as usize - pad + 1)..(15 - c as usize - pad));
+            assert_eq!(got, span(key), "{:?}", key.escape_ascii());
+        });
+    }
+
+    #[test]
+    fn mask_variant_matches_the_reference() {
+        brace_placements(64, |key| {
+            assert_eq!(
+                span_in_masks(mask(key, b'{'), mask(key, b'}')),
+                span(key),
+                "{:?}",
+                key.escape_ascii()
+            );
+        });
+    }
+}

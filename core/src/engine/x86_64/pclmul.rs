@@ -1,0 +1,495 @@
+//! x86_64 with PCLMULQDQ and SSSE3: 128-bit carry-less multiplies.
+//!
+//! Keys of at most 64 bytes never leave the xmm registers: overlapping
+//! loads, the hash-tag search as byte compares and move-masks, the tag cut
+//! out by a shuffle, then one Barrett reduction (three multiplies). The
+//! wider tiers take their short keys here too. Longer input is folded by
+//! the shared algorithm in `fold.rs` on eight xmm accumulators.
+
+use core::arch::x86_64::{
+    __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32,
+    _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_loadl_epi64, _mm_loadu_si128, _mm_movemask_epi8,
+    _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8,
+    _mm_srli_si128, _mm_unpacklo_epi64, _mm_xor_si128,
+};
+
+use crate::engine::fold::{self, end_keys, Lanes};
+use crate::engine::generic::{self, Engine};
+use crate::engine::gf2::{BARRETT_MU, POLY, X80};
+use crate::engine::swar::load_padded;
+use crate::engine::tag;
+
+/// Proof that this CPU has PCLMULQDQ, SSSE3 and SSE2: only the dispatch
+/// makes one, after detecting them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pclmul(());
+
+impl Pclmul {
+    /// # Safety
+    /// The CPU has PCLMULQDQ, SSSE3 and SSE2.
+    pub(crate) const unsafe fn new_unchecked() -> Self {
+        Self(())
+    }
+}
+
+impl Engine for Pclmul {
+    /// Up to four 16-byte loads, overlapping.
+    const SHORT_KEY: usize = 64;
+
+    #[inline(always)]
+    fn crc_of_block(self, block: u128, wide: bool) -> u16 {
+        // SAFETY: a `Pclmul` exists only where its features were detected.
+        unsafe { barrett(_mm_set_epi64x((block >> 64) as i64, block as i64), wide) }
+    }
+
+    #[inline(always)]
+    fn update_blocks(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+        // SAFETY: as above.
+        unsafe { fold::update_blocks::<__m128i>(crc, bytes, stop) }
+    }
+
+    #[inline(always)]
+    fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
+        if bytes.len() <= Self::SHORT_KEY {
+            // SAFETY: as above.
+            unsafe { plain_crc(bytes) }
+        } else {
+            generic::update_with(self, 0, bytes)
+        }
+    }
+
+    #[inline(always)]
+    fn short_key_crc(self, key: &[u8]) -> u16 {
+        // SAFETY: as above.
+        unsafe { short_key_crc(key) }
+    }
+}
+
+/// The CRC of the hashed part of a key of at most 64 bytes.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+pub(crate) fn short_key_root(key: &[u8]) -> u16 {
+    short_key_crc(key)
+}
+
+/// The CRC of the hashed part of a longer key.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline(never)]
+pub(crate) fn long_key_root(key: &[u8]) -> u16 {
+    // SAFETY: this function runs only where its features are.
+    generic::long_key_crc(unsafe { Pclmul::new_unchecked() }, key)
+}
+
+/// `Engine::update_blocks` compiled for this tier, for the tests.
+#[cfg(test)]
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+pub(crate) fn update_blocks_root(crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+    // SAFETY: this function runs only where its features are.
+    unsafe { Pclmul::new_unchecked() }.update_blocks(crc, bytes, stop)
+}
+
+/// The CRC from state 0 of at most 64 bytes, braces or not.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+pub(crate) fn plain_root(bytes: &[u8]) -> u16 {
+    plain_crc(bytes)
+}
+
+/// The CRC of any bytes, continued from `crc`.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+pub(crate) fn update_root(crc: u16, bytes: &[u8]) -> u16 {
+    if crc == 0 && bytes.len() <= Pclmul::SHORT_KEY {
+        return plain_crc(bytes);
+    }
+    // SAFETY: as above.
+    generic::update_with(unsafe { Pclmul::new_unchecked() }, crc, bytes)
+}
+
+/// One xmm register: one lane. Eight accumulators keep enough folds in
+/// flight to cover the multiplier's latency.
+impl Lanes for __m128i {
+    const LANES: usize = 1;
+    const ACCUMULATORS: usize = 8;
+    const REFLECTED: bool = false;
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn zero() -> Self {
+        _mm_setzero_si128()
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn load(bytes: &[u8]) -> Self {
+        // SAFETY: the caller guarantees 16 readable bytes; unaligned loads
+        // are allowed.
+        unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn load_partial(_: &[u8]) -> Self {
+        // A one-lane register has no partial load: `fold` never asks.
+        _mm_setzero_si128()
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn splat(byte: u8) -> Self {
+        _mm_set1_epi8(byte as i8)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn any_equal(raw: &[Self], needle: Self) -> bool {
+        any_equal(raw, needle)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn reverse(raw: Self) -> Self {
+        _mm_shuffle_epi8(raw, window(&REVERSED, 0))
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn fold(acc: Self, keys: Self, next: Self) -> Self {
+        fold_into(acc, next, keys)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn splat_keys(keys: [u64; 2]) -> Self {
+        _mm_set_epi64x(keys[1] as i64, keys[0] as i64)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn lane_keys(keys: &[[u64; 2]]) -> Self {
+        match keys.first() {
+            Some(&k) => _mm_set_epi64x(k[1] as i64, k[0] as i64),
+            None => _mm_setzero_si128(),
+        }
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn low_lane(value: u128) -> Self {
+        _mm_set_epi64x((value >> 64) as i64, value as i64)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn reduce(v: Self) -> u16 {
+        reduce80(v)
+    }
+}
+
+/// `pshufb` controls turning two overlapping loads into a zero-padded
+/// block: entry `n` is for an `n`-byte key, loaded as `key[..w]` in the
+/// low lane and `key[n - w..]` in the next `w` bytes (`w` = 8 for `n >= 8`,
+/// else 4). Output byte `j` is key byte `n - 1 - j`.
+const fn load_controls(w: usize) -> [[u8; 16]; 17] {
+    let mut t = [[0x80u8; 16]; 17];
+    let mut n = w;
+    while n <= 16 && n < 2 * w + 1 {
+        let mut j = 0;
+        while j < n {
+            t[n][j] = if j < w {
+                (2 * w - 1 - j) as u8
+            } else {
+                (n - 1 - j) as u8
+            };
+            j += 1;
+        }
+        n += 1;
+    }
+    t
+}
+static LOAD8: [[u8; 16]; 17] = load_controls(8);
+static LOAD4: [[u8; 16]; 17] = load_controls(4);
+
+/// Sliding windows: 16 bytes from `SLIDE[s..]` move byte `j + s` to `j`
+/// (zero past the end); from `KEEP[16 - len..]` keep the low `len` bytes;
+/// from `REVERSED[16 - r..]` take the first `r` message bytes of a raw
+/// load, reversed, into the low `r` bytes.
+static SLIDE: [u8; 32] = {
+    let mut t = [0x80u8; 32];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = i as u8;
+        i += 1;
+    }
+    t
+};
+static KEEP: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = 0xFF;
+        i += 1;
+    }
+    t
+};
+pub(crate) static REVERSED: [u8; 32] = {
+    let mut t = [0x80u8; 32];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = 15 - i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The 16 bytes of `bytes` at `at`: message blocks, and windows into the
+/// shuffle tables (zeros past the end, which callers never ask for).
+#[target_feature(enable = "sse2")]
+#[inline]
+fn load16(bytes: &[u8], at: usize) -> __m128i {
+    let block: &[u8; 16] = match bytes.get(at..).and_then(|b| b.first_chunk()) {
+        Some(b) => b,
+        None => &[0; 16],
+    };
+    // SAFETY: `block` is 16 readable bytes; unaligned loads are allowed.
+    unsafe { _mm_loadu_si128(block.as_ptr().cast::<__m128i>()) }
+}
+
+/// Whether any byte of `raw` equals the splatted `needle`.
+#[target_feature(enable = "sse2")]
+#[inline]
+fn any_equal(raw: &[__m128i], needle: __m128i) -> bool {
+    let hits = raw.iter().fold(_mm_setzero_si128(), |acc, &x| {
+        _mm_or_si128(acc, _mm_cmpeq_epi8(x, needle))
+    });
+    _mm_movemask_epi8(hits) != 0
+}
+
+/// 16 bytes of a 32-byte table from `at` (clamped into the table).
+#[target_feature(enable = "sse2")]
+#[inline]
+pub(crate) fn window(table: &[u8; 32], at: usize) -> __m128i {
+    load16(table, at.min(16))
+}
+
+/// A key of at most 16 bytes as a zero-padded block, without leaving the
+/// vector registers (see `LOAD8`).
+#[target_feature(enable = "ssse3,sse2")]
+#[inline]
+fn load_block(key: &[u8]) -> __m128i {
+    let n = key.len().min(16);
+    let half = |b: Option<&[u8; 4]>| u64::from(b.map_or(0, |b| u32::from_le_bytes(*b)));
+    if n == 8 {
+        // Exactly 8 bytes (a common key size) are the block read as a
+        // big-endian number: one load and a byte swap, no shuffle.
+        let word = key.first_chunk().map_or(0, |b| u64::from_be_bytes(*b));
+        _mm_cvtsi64_si128(word as i64)
+    } else if n == 16 {
+        _mm_shuffle_epi8(load16(key, 0), window(&REVERSED, 0))
+    } else if n > 8 {
+        let load8 = |b: Option<&[u8; 8]>| match b {
+            // SAFETY: `b` is 8 readable bytes; `movq` loads exactly 8.
+            Some(b) => unsafe { _mm_loadl_epi64(b.as_ptr().cast()) },
+            None => _mm_setzero_si128(),
+        };
+        let v = _mm_unpacklo_epi64(load8(key.first_chunk()), load8(key.last_chunk()));
+        _mm_shuffle_epi8(v, load16(&LOAD8[n], 0))
+    } else if n >= 4 {
+        let v = half(key.last_chunk()) << 32 | half(key.first_chunk());
+        _mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), load16(&LOAD4[n], 0))
+    } else {
+        _mm_cvtsi64_si128(load_padded(key) as i64)
+    }
+}
+
+/// The short-key CRC (at most 64 bytes), all in vector registers: brace
+/// positions by byte compare and move-mask, then the CRC of the tag or of
+/// the key with no further look at braces.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline]
+fn short_key_crc(key: &[u8]) -> u16 {
+    let n = key.len();
+    if n > 16 {
+        return mid_key_crc(key);
+    }
+    let v = load_block(key);
+    let mask = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
+    // In the padded block bit `j` is the byte `15 - j` from the top.
+    let opens = mask(b'{');
+    if opens != 0 {
+        if let Some((open_bit, close_bit)) = tag::span_in_block_masks(opens, mask(b'}')) {
+            let len = (open_bit - close_bit - 1) as usize;
+            if open_bit <= 8 {
+                // The tag lies in the low word: two shifts cut it out.
+                let word = _mm_cvtsi128_si64(v) as u64;
+                let tag = (word << (64 - 8 * open_bit)) >> (64 - 8 * len);
+                return barrett(_mm_cvtsi64_si128(tag as i64), false);
+            }
+            let slid = _mm_shuffle_epi8(v, window(&SLIDE, close_bit as usize + 1));
+            let tag = _mm_and_si128(slid, window(&KEEP, 16 - len));
+            return barrett(tag, len > 8);
+        }
+    }
+    barrett(v, n > 8)
+}
+
+/// [`short_key_crc`] of 17 to 64 bytes, kept out of line so that the
+/// 16-byte path stays a small leaf with nothing to spill.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline(never)]
+fn mid_key_crc(key: &[u8]) -> u16 {
+    let n = key.len();
+    if n > 32 {
+        // The third load reads zeros below 48 bytes; the last overlaps.
+        let loads = [
+            load16(key, 0),
+            load16(key, 16),
+            load16(key, 32),
+            load16(key, n - 16),
+        ];
+        return match tag_span(loads, n) {
+            Some(tag) => tag_crc(key, loads[0], tag),
+            None => crc_of_blocks(key),
+        };
+    }
+    let loads = [load16(key, 0), load16(key, n - 16)];
+    match tag_span(loads, n) {
+        Some(tag) => tag_crc(key, loads[0], tag),
+        None => crc_of_two(loads[0], loads[1], n),
+    }
+}
+
+/// CRC of the tag at `tag` in `key`, whose first 16 bytes are `first`
+/// (raw). A tag that ends within them (the usual `{user:1000}:...`) is cut
+/// out of the register: reversed into place, then masked.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline]
+fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
+    if tag.end > 16 {
+        return plain_crc(key.get(tag).unwrap_or_default());
+    }
+    let len = tag.len();
+    let reversed = _mm_shuffle_epi8(first, window(&REVERSED, 16 - tag.end));
+    barrett(_mm_and_si128(reversed, window(&KEEP, 16 - len)), len > 8)
+}
+
+/// The hash tag of a key of `n` (17 to 64) bytes loaded as `loads`: 16
+/// bytes from offsets 0, 16, ... and the last 16 from `n - 16`. Brace
+/// positions come from byte compares and move-masks (bit `p` is key byte
+/// `p`; overlapping loads set the same bits).
+#[target_feature(enable = "sse2")]
+#[inline]
+fn tag_span<const L: usize>(loads: [__m128i; L], n: usize) -> Option<core::ops::Range<usize>> {
+    let mask = |b8: u8| {
+        let needle = _mm_set1_epi8(b8 as i8);
+        let hits = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u16);
+        let mut bits = hits(loads[L - 1]) << (n - 16);
+        for (i, &v) in loads[..L - 1].iter().enumerate() {
+            bits |= hits(v) << (16 * i);
+        }
+        bits
+    };
+    let opens = mask(b'{');
+    if opens == 0 {
+        return None;
+    }
+    tag::span_in_masks(opens, mask(b'}'))
+}
+
+/// CRC from state 0 of at most 64 bytes, braces or not.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline]
+fn plain_crc(bytes: &[u8]) -> u16 {
+    let n = bytes.len();
+    if n > 32 {
+        crc_of_blocks(bytes)
+    } else if n > 16 {
+        crc_of_two(load16(bytes, 0), load16(bytes, n - 16), n)
+    } else {
+        barrett(load_block(bytes), n > 8)
+    }
+}
+
+/// CRC from state 0 of `n` (17 to 32) bytes loaded raw as their first and
+/// last 16: the first `n - 16` padded in front, each block moved to the end
+/// (and times `x^16`) by its own multiplies, then reduced.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline]
+fn crc_of_two(first: __m128i, last: __m128i, n: usize) -> u16 {
+    let head = _mm_shuffle_epi8(first, window(&REVERSED, 32 - n));
+    let tail = _mm_shuffle_epi8(last, window(&REVERSED, 0));
+    let tail = fold_into(tail, _mm_setzero_si128(), keys(end_keys(0)));
+    reduce80(fold_into(head, tail, keys(end_keys(1))))
+}
+
+/// CRC from state 0 of `n` (33 to 64) bytes: the first `n` mod 16 (or 16)
+/// padded in front, then every block moved to the end at once.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline]
+fn crc_of_blocks(bytes: &[u8]) -> u16 {
+    let n = bytes.len();
+    let whole = n.div_ceil(16) - 1;
+    let head = n - 16 * whole;
+    let reverse = window(&REVERSED, 0);
+    // Independent multiplies: each block moves straight to the end.
+    let mut acc = _mm_setzero_si128();
+    for d in 0..whole {
+        let block = _mm_shuffle_epi8(load16(bytes, n - 16 - 16 * d), reverse);
+        acc = fold_into(block, acc, keys(end_keys(d)));
+    }
+    let first = _mm_shuffle_epi8(load16(bytes, 0), window(&REVERSED, 16 - head));
+    reduce80(fold_into(first, acc, keys(end_keys(whole))))
+}
+
+#[target_feature(enable = "sse2")]
+#[inline]
+fn keys(k: [u64; 2]) -> __m128i {
+    _mm_set_epi64x(k[1] as i64, k[0] as i64)
+}
+
+/// `acc * x^d + next`, folded with the keys for distance `d`.
+#[target_feature(enable = "pclmulqdq,sse2")]
+#[inline]
+pub(crate) fn fold_into(acc: __m128i, next: __m128i, k: __m128i) -> __m128i {
+    let lo = _mm_clmulepi64_si128(acc, k, 0x00);
+    let hi = _mm_clmulepi64_si128(acc, k, 0x11);
+    _mm_xor_si128(_mm_xor_si128(lo, hi), next)
+}
+
+/// `v mod P` for `v` of degree below 80: Barrett's two multiplies.
+#[target_feature(enable = "pclmulqdq,sse2")]
+#[inline]
+pub(crate) fn reduce80(v: __m128i) -> u16 {
+    let consts = _mm_set_epi64x(BARRETT_MU as i64, X80 as i64);
+    // q = floor(v / P) = floor(floor(v / x^16) * mu / x^64), exact in
+    // GF(2) for deg v < 80; mu = x^64 + BARRETT_MU.
+    let quot_in = _mm_srli_si128(v, 2);
+    let t = _mm_clmulepi64_si128(quot_in, consts, 0x10);
+    let q = _mm_xor_si128(_mm_srli_si128(t, 8), quot_in);
+    // v mod P = low 16 bits of v ^ q*P.
+    let qp = _mm_clmulepi64_si128(q, _mm_set_epi64x(0, i64::from(POLY)), 0x00);
+    (_mm_cvtsi128_si32(v) ^ _mm_cvtsi128_si32(qp)) as u16
+}
+
+/// `(v * x^16) mod P` for a 128-bit `v` (only its low half when `!wide`).
+#[target_feature(enable = "pclmulqdq,sse2")]
+#[inline]
+pub(crate) fn barrett(v: __m128i, wide: bool) -> u16 {
+    let consts = _mm_set_epi64x(BARRETT_MU as i64, X80 as i64);
+    // v*x^16 = hi*x^80 + lo*x^16, and hi*x^80 = hi*(x^80 mod P) =: b, of
+    // degree below 79. What is left to reduce is A = b ^ lo*x^16.
+    let (quot_in, low16) = if wide {
+        let b = _mm_clmulepi64_si128(v, consts, 0x01);
+        // floor(A / x^16) = (b >> 16) ^ lo; A's low 16 bits are b's.
+        (
+            _mm_xor_si128(_mm_srli_si128(b, 2), v),
+            _mm_cvtsi128_si32(b) as u16,
+        )
+    } else {
+        (v, 0)
+    };
+    // q = floor(A / P) = floor(floor(A / x^16) * mu / x^64), exact in GF(2)
+    // for deg A < 80; mu = x^64 + BARRETT_MU.
+    let t = _mm_clmulepi64_si128(quot_in, consts, 0x10);
+    let q = _mm_xor_si128(_mm_srli_si128(t, 8), quot_in);
+    // A mod P = low 16 bits of A ^ q*P (q*x^16 has none there).
+    let qp = _mm_clmulepi64_si128(q, _mm_set_epi64x(0, i64::from(POLY)), 0x00);
+    low16 ^ _mm_cvtsi128_si32(qp) as u16
+}
