@@ -75,13 +75,15 @@ bench MODE="":
     set -euo pipefail
     case "{{MODE}}" in ""|--quick) ;; *) echo "usage: just bench [--quick]" >&2; exit 2;; esac
     since=$(date +%s)
-    echo "==> [1/4] building the benches"
+    echo "==> [1/5] building the benches"
     cargo bench -p zaris-bench --no-run
-    echo "==> [2/4] heap allocations per operation (counting allocator)"
+    echo "==> [2/5] heap allocations per operation (counting allocator)"
     cargo bench -p zaris-bench --bench allocs
-    echo "==> [3/4] criterion: slot by key kind and length, UTF-16, route lookup, retry brain"
+    echo "==> [3/5] criterion: slot by key kind and length, UTF-16, route lookup, retry brain"
     cargo bench -p zaris-bench --bench routing -- {{MODE}}
-    echo "==> [4/4] recording the run and rendering the dashboard"
+    echo "==> [4/5] every CRC engine against the peers, interleaved (the speed bars' figures)"
+    cargo bench -p zaris-bench --bench tiers -- {{MODE}}
+    echo "==> [5/5] recording the run and rendering the dashboard"
     cargo run -q -p zaris-bench --bin zaris-dashboard -- record --since "$since" {{MODE}}
     cargo run -q -p zaris-bench --bin zaris-dashboard -- render {{MODE}}
     echo "==> open web/dashboard/index.html (or \`just play\` and follow the link)"

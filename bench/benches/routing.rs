@@ -7,8 +7,12 @@
 //! Peers (versions pinned in `Cargo.lock`): the `crc16` crate (what redis-rs
 //! hashes with; timed on the whole key, no tag search, which only flatters
 //! it), `redis-protocol`'s `redis_keyslot`, redis-rs's own
-//! `cluster_routing::Slot::for_key`, and the `crc` crate's `CRC_16_XMODEM`
-//! with a 16-slice table (whole key, no tag search).
+//! `cluster_routing::Slot::for_key`, the `crc` crate's `CRC_16_XMODEM` with
+//! a 16-slice table, and `crc-fast` (the fastest published SIMD CRC-16; its
+//! widest engine on this CPU); the last two on the whole key, no tag search.
+//!
+//! Every CRC engine of the core against these peers, interleaved so that a
+//! noisy machine cannot skew the ratios, is `benches/tiers.rs`.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -44,6 +48,12 @@ fn slot_by_kind(c: &mut Criterion) {
             });
             group.bench_with_input(BenchmarkId::new("crc-slice16", len), &key, |b, k| {
                 b.iter(|| CRC_SLICE16.checksum(black_box(k)) % SLOT_COUNT)
+            });
+            group.bench_with_input(BenchmarkId::new("crc-fast", len), &key, |b, k| {
+                b.iter(|| {
+                    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc16Xmodem, black_box(k)) as u16
+                        % SLOT_COUNT
+                })
             });
         }
         group.finish();

@@ -1,7 +1,6 @@
 //! The project's speed bars, checked against a recorded run. The dashboard
 //! prints every bar with its verdict, met or not.
 
-use crate::keys::LENGTHS;
 use crate::Record;
 
 /// The key lengths with a speed-up bar, and the factor needed over each peer.
@@ -15,10 +14,6 @@ pub const BAR_GROUP: &str = "slot-ascii";
 
 /// Route lookup may add at most this much over `slot_for_key` (ns).
 pub const ROUTE_OVERHEAD_NS: f64 = 2.0;
-
-/// Hash-tagged keys (this group) may be no slower than untagged ones
-/// ([`BAR_GROUP`]) of the same length, at every measured length.
-pub const TAGGED_GROUP: &str = "slot-tagged";
 
 /// One bar and how the run did against it.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,7 +51,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
             });
         }
     }
-    bars.push(tagged_bar(record));
+    bars.extend(crate::tiers::evaluate(record));
     let overhead = record
         .median("route/zaris-table")
         .zip(record.median("route/slot_for_key"))
@@ -89,34 +84,6 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
     bars
 }
 
-/// Tagged over untagged time at each length: met when no length is slower.
-fn tagged_bar(record: &Record) -> Bar {
-    let ratios: Vec<(usize, f64)> = LENGTHS
-        .iter()
-        .filter_map(|&len| {
-            let tagged = record.median(&format!("{TAGGED_GROUP}/zaris/{len}"))?;
-            let untagged = record.median(&format!("{BAR_GROUP}/zaris/{len}"))?;
-            (untagged > 0.0).then(|| (len, tagged / untagged))
-        })
-        .collect();
-    let slower: Vec<String> = ratios
-        .iter()
-        .filter(|(_, ratio)| *ratio > 1.0)
-        .map(|(len, ratio)| format!("{len} B {ratio:.2}x"))
-        .collect();
-    let measured = match (ratios.is_empty(), slower.is_empty()) {
-        (true, _) => None,
-        (false, true) => Some(format!("≤ 1.00x at all {} lengths", ratios.len())),
-        (false, false) => Some(format!("slower at {}", slower.join(", "))),
-    };
-    Bar {
-        what: "hash-tagged keys vs untagged ones of the same length".into(),
-        needed: "≤ 1.00x at every length".into(),
-        measured,
-        met: ratios.len() == LENGTHS.len() && slower.is_empty(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,20 +91,6 @@ mod tests {
 
     fn run(zaris8: f64, route: f64) -> Record {
         let mut medians = vec![("route/slot_for_key", 3.0), ("route/zaris-table", route)];
-        let tagged: Vec<(String, f64)> = LENGTHS
-            .iter()
-            .flat_map(|len| {
-                let untagged = if SPEEDUP_BARS.iter().any(|b| b.0 == *len) {
-                    vec![]
-                } else {
-                    vec![(format!("slot-ascii/zaris/{len}"), 2.0)]
-                };
-                untagged
-                    .into_iter()
-                    .chain([(format!("slot-tagged/zaris/{len}"), 1.0)])
-            })
-            .collect();
-        medians.extend(tagged.iter().map(|(id, ns)| (id.as_str(), *ns)));
         let ids: Vec<(String, f64)> = SPEEDUP_BARS
             .iter()
             .flat_map(|&(len, needed)| {
@@ -156,24 +109,19 @@ mod tests {
     #[test]
     fn every_bar_is_reported_and_judged() {
         let bars = evaluate(&run(1.0, 4.5));
-        assert_eq!(bars.len(), 11);
+        // No engine measured: the eight speed-up bars, route, allocations.
+        assert_eq!(bars.len(), 10);
         assert!(bars.iter().all(|b| b.met), "{bars:#?}");
         assert_eq!(bars[0].what, "slot_for_key vs crc16, 8-byte keys");
         assert_eq!(bars[0].measured.as_deref(), Some("2.0x"));
-        assert_eq!(
-            bars[8].measured.as_deref(),
-            Some("≤ 1.00x at all 7 lengths")
-        );
-        assert_eq!(bars[9].measured.as_deref(), Some("+1.50 ns"));
-        assert_eq!(bars[10].measured.as_deref(), Some("0"));
+        assert_eq!(bars[8].measured.as_deref(), Some("+1.50 ns"));
+        assert_eq!(bars[9].measured.as_deref(), Some("0"));
     }
 
     #[test]
     fn misses_are_plain() {
         let mut slow = run(1.5, 5.5);
         slow.allocations_per_op.insert("mget".into(), 2.0);
-        // Untagged 16-byte keys take 1.0 ns in `run`.
-        slow.medians_ns.insert("slot-tagged/zaris/16".into(), 1.25);
         let bars = evaluate(&slow);
         let missed: Vec<&str> = bars
             .iter()
@@ -184,19 +132,21 @@ mod tests {
             missed,
             [
                 "slot_for_key vs crc16, 8-byte keys",
-                "hash-tagged keys vs untagged ones of the same length",
                 "route lookup over slot_for_key",
                 "heap allocations per operation (2 operations)",
             ]
         );
         assert_eq!(bars[0].measured.as_deref(), Some("1.3x"));
-        assert_eq!(bars[8].measured.as_deref(), Some("slower at 16 B 1.25x"));
-        assert_eq!(bars[10].measured.as_deref(), Some("2 (mget)"));
+        assert_eq!(bars[9].measured.as_deref(), Some("2 (mget)"));
         // Not measured at all: every bar fails.
         let empty = evaluate(&record("abc", &[]));
-        assert!(empty
-            .iter()
-            .take(10)
-            .all(|b| !b.met && b.measured.is_none()));
+        assert!(empty.iter().take(9).all(|b| !b.met && b.measured.is_none()));
+    }
+
+    #[test]
+    fn each_engine_adds_its_bars() {
+        let mut r = run(1.0, 4.5);
+        r.engines = vec!["portable".into(), "pclmulqdq".into()];
+        assert_eq!(evaluate(&r).len(), 10 + 2 * 4);
     }
 }

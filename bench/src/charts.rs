@@ -12,12 +12,13 @@ use crate::keys::{KeyKind, LENGTHS};
 use crate::Record;
 
 /// The implementations of the `slot-*` groups, Zaris first.
-pub const SLOT_IMPLS: [&str; 5] = [
+pub const SLOT_IMPLS: [&str; 6] = [
     "zaris",
     "crc16",
     "redis-protocol",
     "redis-rs",
     "crc-slice16",
+    "crc-fast",
 ];
 
 /// The route-lookup implementations, in chart order.

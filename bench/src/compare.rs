@@ -1,6 +1,8 @@
 //! The latest run against the one before: every benchmark's change, with
-//! regressions over [`REGRESSION_THRESHOLD`] marked. A report, not a gate:
-//! shared machines are noisy, and a person reads it.
+//! regressions marked: criterion medians over [`REGRESSION_THRESHOLD`], and
+//! the interleaved per-engine figures (steadier) over
+//! [`INTERLEAVED_THRESHOLD`]. A report, not a gate: shared machines are
+//! noisy, and a person reads it.
 
 use std::fmt::Write;
 
@@ -8,6 +10,9 @@ use crate::Record;
 
 /// A median more than 10% above the previous record's is a regression.
 pub const REGRESSION_THRESHOLD: f64 = 0.10;
+
+/// An interleaved figure more than 5% above the previous record's is one.
+pub const INTERLEAVED_THRESHOLD: f64 = 0.05;
 
 /// One benchmark in two runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +23,8 @@ pub struct Change {
     pub before: Option<f64>,
     /// Median in the latest run (ns), if it was measured.
     pub after: Option<f64>,
+    /// How much slower counts as a regression (a fraction).
+    pub threshold: f64,
 }
 
 impl Change {
@@ -34,7 +41,7 @@ impl Change {
     #[must_use]
     pub fn is_regression(&self) -> bool {
         match (self.before, self.after) {
-            (Some(before), Some(after)) => after > before * (1.0 + REGRESSION_THRESHOLD),
+            (Some(before), Some(after)) => after > before * (1.0 + self.threshold),
             _ => false,
         }
     }
@@ -50,13 +57,26 @@ pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
         .collect();
     ids.sort();
     ids.dedup();
-    ids.into_iter()
-        .map(|id| Change {
-            id: id.clone(),
-            before: previous.median(id),
-            after: latest.median(id),
-        })
-        .collect()
+    let medians = ids.into_iter().map(|id| Change {
+        id: id.clone(),
+        before: previous.median(id),
+        after: latest.median(id),
+        threshold: REGRESSION_THRESHOLD,
+    });
+    let mut interleaved: Vec<&String> = previous
+        .interleaved_ns
+        .keys()
+        .chain(latest.interleaved_ns.keys())
+        .collect();
+    interleaved.sort();
+    interleaved.dedup();
+    let interleaved = interleaved.into_iter().map(|id| Change {
+        id: format!("interleaved {id}"),
+        before: previous.interleaved_ns.get(id).copied(),
+        after: latest.interleaved_ns.get(id).copied(),
+        threshold: INTERLEAVED_THRESHOLD,
+    });
+    medians.chain(interleaved).collect()
 }
 
 /// The comparison as a table for the terminal, regressions marked.
@@ -100,8 +120,9 @@ pub fn report(previous: &Record, latest: &Record) -> String {
     let regressions = changes.iter().filter(|c| c.is_regression()).count();
     let _ = writeln!(
         out,
-        "{regressions} regression(s) over {:.0}% of {} benchmarks",
+        "{regressions} regression(s) (criterion medians over {:.0}%, interleaved figures over {:.0}%) of {} benchmarks",
         REGRESSION_THRESHOLD * 100.0,
+        INTERLEAVED_THRESHOLD * 100.0,
         changes.len()
     );
     out
@@ -167,9 +188,25 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.ends_with("1 regression(s) over 10% of 6 benchmarks\n"),
+            text.ends_with("1 regression(s) (criterion medians over 10%, interleaved figures over 5%) of 6 benchmarks\n"),
             "{text}"
         );
         assert!(!text.contains("different CPUs"));
+    }
+
+    #[test]
+    fn interleaved_figures_are_held_to_five_percent() {
+        let mut before = record("aaa", &[]);
+        let mut after = record("bbb", &[]);
+        for (id, was, is) in [("a", 10.0, 10.4), ("b", 10.0, 10.6)] {
+            before.interleaved_ns.insert(id.into(), was);
+            after.interleaved_ns.insert(id.into(), is);
+        }
+        let regressed: Vec<String> = compare(&before, &after)
+            .into_iter()
+            .filter(Change::is_regression)
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(regressed, ["interleaved b"]);
     }
 }

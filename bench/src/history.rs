@@ -33,6 +33,13 @@ pub struct Record {
     /// Heap allocations per operation, by operation (all must be 0).
     #[serde(default)]
     pub allocations_per_op: BTreeMap<String, f64>,
+    /// The CRC engines this CPU runs, narrowest first (the last is in use).
+    #[serde(default)]
+    pub engines: Vec<String>,
+    /// Quiet-phase time per operation (ns) from the interleaved run of every
+    /// engine against the peers (`benches/tiers.rs`), by id.
+    #[serde(default)]
+    pub interleaved_ns: BTreeMap<String, f64>,
 }
 
 impl Record {
@@ -120,6 +127,8 @@ pub(crate) mod tests {
                 .map(|&(id, ns)| (id.to_owned(), ns))
                 .collect(),
             allocations_per_op: BTreeMap::from([("slot_for_key".to_owned(), 0.0)]),
+            engines: Vec::new(),
+            interleaved_ns: BTreeMap::new(),
         }
     }
 

@@ -18,5 +18,6 @@ pub mod history;
 pub mod interleave;
 pub mod keys;
 pub mod page;
+pub mod tiers;
 
 pub use history::Record;

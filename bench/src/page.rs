@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::bars::{self, Bar};
 use crate::charts::{Chart, ROUTE_IMPLS, SLOT_IMPLS};
 use crate::keys::{KeyKind, LENGTHS};
+use crate::tiers;
 use crate::Record;
 
 /// Escapes text for HTML element content and attribute values.
@@ -53,6 +54,7 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
         );
     }
     slot_tables(&mut html, latest);
+    engines_section(&mut html, latest);
     simple_table(
         &mut html,
         "Route lookup (ns per key)",
@@ -211,6 +213,62 @@ fn slot_tables(html: &mut String, r: &Record) {
     simple_rows(html, "slot-utf16", &utf16, r);
 }
 
+/// Every CRC engine against the peers, from the interleaved run.
+fn engines_section(html: &mut String, r: &Record) {
+    if r.engines.is_empty() || r.interleaved_ns.is_empty() {
+        return;
+    }
+    html.push_str(
+        "<h2>Every CRC engine, interleaved with the peers (ns per key in the quiet phases)</h2>\n",
+    );
+    html.push_str("<p>One run in which every candidate takes turns in batches of about a millisecond, so that all of them see the same moments of a shared machine; a figure is the 5th percentile of its batches. The speed bars above are judged on these. <code>crc-fast</code> runs its widest engine on this CPU throughout.</p>\n");
+    for kind in ["ascii", "tagged"] {
+        let mut columns: Vec<(String, String)> = r
+            .engines
+            .iter()
+            .map(|e| (tiers::candidate(r, e), format!("zaris {e}")))
+            .collect();
+        if kind == "ascii" {
+            columns.extend(
+                ["crc-fast", "crc-slice16", "crc16", "redis-protocol"]
+                    .map(|p| (p.to_owned(), p.to_owned())),
+            );
+        }
+        let _ = write!(
+            html,
+            "<div class=\"scroll\"><table id=\"engines-{kind}\"><tr><th>{} keys, bytes</th>",
+            if kind == "ascii" {
+                "untagged"
+            } else {
+                "hash-tagged"
+            }
+        );
+        for (_, title) in &columns {
+            let _ = write!(html, "<th>{}</th>", escape(title));
+        }
+        html.push_str("</tr>\n");
+        for len in LENGTHS {
+            let _ = write!(html, "<tr><td>{len}</td>");
+            for (candidate, _) in &columns {
+                let figure = r
+                    .interleaved_ns
+                    .get(&tiers::id(kind, candidate, len))
+                    .copied();
+                let _ = write!(html, "<td>{}</td>", ns(figure));
+            }
+            html.push_str("</tr>\n");
+        }
+        html.push_str("</table></div>\n");
+    }
+    if let Some(clock) = r.interleaved_ns.get("clock/imul-64") {
+        let _ = writeln!(
+            html,
+            "<p id=\"clock\">Clock in the quiet phases: {:.2} GHz (64 dependent multiplies in {clock:.1} ns).</p>",
+            64.0 * 3.0 / clock
+        );
+    }
+}
+
 fn simple_table(html: &mut String, title: &str, group: &str, names: &[&str], r: &Record) {
     let _ = writeln!(html, "<h2>{}</h2>", escape(title));
     simple_rows(html, group, names, r);
@@ -280,6 +338,16 @@ mod tests {
             ],
         );
         latest.cpu = "AMD EPYC <test>".into();
+        latest.engines = vec!["portable".into(), "pclmulqdq".into()];
+        for (id, v) in [
+            ("tiers-ascii/zaris@portable/8", 7.5),
+            ("tiers-ascii/zaris/8", 3.25),
+            ("tiers-ascii/crc-fast/8", 30.0),
+            ("tiers-tagged/zaris/8", 4.0),
+            ("clock/imul-64", 64.0),
+        ] {
+            latest.interleaved_ns.insert(id.into(), v);
+        }
         let charts = [Chart {
             file: "speedup.svg".into(),
             title: "speed-up".into(),
@@ -291,6 +359,14 @@ mod tests {
             "ratios sit next to medians"
         );
         assert!(html.contains("<tr><td>zaris-table</td><td>3.25</td></tr>"));
+        // Every engine, the one in use through slot_for_key.
+        assert!(html.contains("<th>zaris portable</th><th>zaris pclmulqdq</th><th>crc-fast</th>"));
+        assert!(
+            html.contains("<tr><td>8</td><td>7.50</td><td>3.25</td><td>30.00</td>"),
+            "{html}"
+        );
+        assert!(html.contains(r#"id="engines-tagged""#));
+        assert!(html.contains("Clock in the quiet phases: 3.00 GHz"));
         assert!(html.contains("AMD EPYC &lt;test&gt;") && html.contains("&lt;b&gt;abc&lt;/b&gt;"));
         assert!(
             html.contains("bars are NOT met in the latest run"),

@@ -22,6 +22,7 @@ struct Paths {
     history: PathBuf,
     criterion: PathBuf,
     allocs: PathBuf,
+    interleaved: PathBuf,
     quick: PathBuf,
     dashboard: PathBuf,
 }
@@ -38,6 +39,7 @@ impl Paths {
             history: root.join("bench/history.jsonl"),
             criterion: target.join("criterion"),
             allocs: target.join("zaris-bench/allocs.json"),
+            interleaved: target.join("zaris-bench/interleaved.json"),
             quick: target.join("zaris-bench/quick-record.json"),
             dashboard: root.join("web/dashboard"),
         }
@@ -104,6 +106,22 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
             BTreeMap::new()
         }
     };
+    let interleaved_ns: BTreeMap<String, f64> = match fs::read_to_string(&paths.interleaved) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("parsing {}", paths.interleaved.display()))?,
+        Err(e) => {
+            tracing::warn!(
+                "no per-engine figures ({}: {e}); run the tiers bench",
+                paths.interleaved.display()
+            );
+            BTreeMap::new()
+        }
+    };
+    let engines = zaris_core::CrcEngine::ALL
+        .into_iter()
+        .filter(|e| e.is_supported())
+        .map(|e| e.name().to_owned())
+        .collect();
     let record = Record {
         commit: command_line("git", &["describe", "--always", "--dirty", "--abbrev=12"]),
         date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -117,6 +135,8 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
         quick,
         medians_ns,
         allocations_per_op,
+        engines,
+        interleaved_ns,
     };
     if quick {
         fs::create_dir_all(paths.quick.parent().expect("a file in a directory"))?;

@@ -41,6 +41,29 @@ impl Engine for Pmull {
         // SAFETY: as above.
         unsafe { fold::update_blocks::<uint64x2_t>(crc, bytes, stop) }
     }
+
+    #[inline(always)]
+    fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
+        // SAFETY: as above (NEON is part of it).
+        unsafe { find_byte(hay, needle) }
+    }
+}
+
+/// Where `needle` first occurs in `hay`: 16 bytes a step, then byte by byte.
+#[target_feature(enable = "neon")]
+#[inline]
+fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
+    let splat = vdupq_n_u8(needle);
+    let (blocks, tail) = hay.as_chunks::<16>();
+    for (b, block) in blocks.iter().enumerate() {
+        // SAFETY: `block` is 16 readable bytes; `ld1` has no alignment needs.
+        let v = unsafe { vld1q_u8(block.as_ptr()) };
+        if vmaxvq_u8(vceqq_u8(v, splat)) != 0 {
+            return block.iter().position(|&x| x == needle).map(|p| 16 * b + p);
+        }
+    }
+    let base = 16 * blocks.len();
+    tail.iter().position(|&b| b == needle).map(|p| base + p)
 }
 
 /// The CRC of the hashed part of a key of at most 16 bytes.

@@ -22,7 +22,7 @@
 //! so nothing is reduced until one Barrett step at the very end.
 
 use super::gf2::{fold_keys, mul_mod, X_INVERSE};
-use super::swar::load_padded;
+use super::swar::{byte_hits, load_padded};
 
 /// A register of `LANES` 128-bit lanes and the carry-less operations on it.
 ///
@@ -342,6 +342,15 @@ pub(crate) unsafe fn update_blocks<V: Lanes>(
 ) -> (u16, usize) {
     if bytes.len() < 16 {
         return (crc, 0);
+    }
+    // A stop in the first block (the usual `{user1000}...` key) ends the
+    // pass before any register is loaded.
+    if let Some(stop) = stop {
+        let first: [u8; 16] = bytes[..16].try_into().unwrap_or([0; 16]);
+        let word = |i: usize| u64::from_ne_bytes(first[i..i + 8].try_into().unwrap_or([0; 8]));
+        if byte_hits(word(0), stop) | byte_hits(word(8), stop) != 0 {
+            return (crc, 0);
+        }
     }
     let head = if crc == 0 { bytes.len() % 16 } else { 16 };
     let (first, region) = bytes.split_at(head);

@@ -4,7 +4,6 @@
 //! only block steps, and may override the key-level entry points with
 //! versions that keep short keys in vector registers.
 
-use super::gf2::shift;
 use super::swar::{find_byte, load_padded};
 use super::tag;
 
@@ -29,6 +28,12 @@ pub(crate) trait Engine: Copy {
     #[inline(always)]
     fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
         update_with(self, 0, bytes)
+    }
+
+    /// Where `needle` first occurs in `hay`: a word at a time, or a vector.
+    #[inline(always)]
+    fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
+        find_byte(hay, needle)
     }
 
     /// The CRC of the hashed part of a key of at most `SHORT_KEY` bytes.
@@ -75,48 +80,23 @@ pub(crate) fn short_key_crc_in_block<E: Engine>(e: E, key: &[u8]) -> u16 {
     }
 }
 
-/// Tags up to this long (after a `{` found in a long key) are found by a
-/// direct scan before any hashing; longer ones by the single-pass path.
-const SHORT_TAG: usize = 32;
-
-/// Below this many bytes after an unclosed `{`, hashing them again (a few
-/// ns on a folding engine) costs less than joining two CRCs with
-/// [`shift`] (a chain of bitwise multiplies, about 80 ns at 64 bytes).
-const REHASH_MAX: usize = 1024;
-
-/// The CRC of the hashed part of a key longer than one block, in one pass:
-/// blocks are hashed until one may hold a `{`; a short tag after it is
-/// found by a direct scan; a long one is hashed from a fresh state while
-/// the search for its `}` rides along.
+/// The CRC of the hashed part of a key longer than one block. Blocks are
+/// hashed until one may hold a `{` (most keys hold none: one pass, done).
+/// Otherwise the tag is found with the engine's byte search, and exactly
+/// the bytes that count are hashed once more, with no search riding along:
+/// the tag, or the rest of the key after what was already hashed.
 #[inline(always)]
 pub(crate) fn long_key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
     let (crc, hashed) = e.update_blocks(0, key, Some(b'{'));
-    let rest = &key[hashed..];
-    let Some(open) = find_byte(rest, b'{') else {
+    let rest = key.get(hashed..).unwrap_or_default();
+    let Some(open) = e.find_byte(rest, b'{') else {
         return update_with(e, crc, rest);
     };
-    let after = &rest[open + 1..];
-    // The usual shape, a short tag (`{user1000}`), is found by a direct scan
-    // and hashed at once.
-    match find_byte(&after[..after.len().min(SHORT_TAG)], b'}') {
-        Some(0) => return update_with(e, crc, rest),
-        Some(close) => return e.crc_of_bytes(&after[..close]),
-        None => {}
-    }
-    let through_open = update_with(e, crc, &rest[..=open]);
-    // Hash what follows the '{' from a fresh state, betting on a tag.
-    let (tag_crc, hashed) = e.update_blocks(0, after, Some(b'}'));
-    let tail = &after[hashed..];
-    match find_byte(tail, b'}') {
-        Some(close) if hashed + close > 0 => update_with(e, tag_crc, &tail[..close]),
-        // `{}`: the whole key counts, and nothing after the '{' was hashed.
-        Some(_) => update_with(e, through_open, after),
-        // No tag after all. Up to REHASH_MAX bytes, hashing them again from
-        // the state through the '{' is cheaper than joining the halves.
-        None if hashed <= REHASH_MAX => update_with(e, through_open, after),
-        // Beyond, join the two halves without reading them again, since
-        // crc(s, D) = shift(s, |D|) ^ crc(0, D).
-        None => update_with(e, shift(through_open, hashed) ^ tag_crc, tail),
+    let after = rest.get(open + 1..).unwrap_or_default();
+    match e.find_byte(after, b'}') {
+        Some(close) if close > 0 => e.crc_of_bytes(after.get(..close).unwrap_or_default()),
+        // No tag (no `}`, or `{}`): the whole key counts.
+        _ => update_with(e, crc, rest),
     }
 }
 

@@ -4,8 +4,8 @@
 //! Polynomials over GF(2) are held with bit `i` the coefficient of `x^i`.
 //! The CRC state after a message `M` is `M(x) * x^16 mod P(x)`, so feeding
 //! `n` more bytes `D` from a state `s` gives `s * x^(8n) + crc(0, D)`: that
-//! is what lets two CRCs computed apart be joined ([`shift`]) and a folded
-//! 128-bit remainder be handed from one engine to another.
+//! is what lets a folded 128-bit remainder be handed from one engine to
+//! another.
 
 /// The generator polynomial `P(x) = x^16 + x^12 + x^5 + 1`, without its
 /// `x^16` term.
@@ -67,35 +67,6 @@ pub(crate) const fn mul_mod(a: u16, b: u16) -> u16 {
     }
     acc
 }
-
-/// `crc * x^(8 * len) mod P`: the state `crc` carried over `len` zero bytes.
-/// With `crc(s, D) = shift(s, |D|) ^ crc(0, D)`, two CRCs computed apart are
-/// joined without reading the bytes again.
-pub(crate) fn shift(crc: u16, len: usize) -> u16 {
-    let mut acc = crc;
-    let mut len = len;
-    let mut k = 0;
-    while len != 0 && acc != 0 {
-        if len & 1 == 1 {
-            acc = mul_mod(acc, ZERO_BYTES_POW2[k]);
-        }
-        len >>= 1;
-        k += 1;
-    }
-    acc
-}
-
-/// `ZERO_BYTES_POW2[k] = x^(8 * 2^k) mod P`.
-static ZERO_BYTES_POW2: [u16; usize::BITS as usize] = {
-    let mut t = [0u16; usize::BITS as usize];
-    t[0] = x_pow_mod(8);
-    let mut k = 1;
-    while k < t.len() {
-        t[k] = mul_mod(t[k - 1], t[k - 1]);
-        k += 1;
-    }
-    t
-};
 
 /// `floor(x^80 / P)` without its `x^64` term: Barrett's constant for
 /// reducing a polynomial of degree below 80 in two multiplies.
@@ -163,22 +134,12 @@ mod tests {
     }
 
     #[test]
-    fn products_and_shifts() {
+    fn products() {
         for (a, b) in [(1u16, 0x1234u16), (0x8000, 0x8000), (0xFFFF, 0x0F0F)] {
             assert_eq!(mul_mod(a, b), mul_mod(b, a));
             assert_eq!(mul_mod(a, 1), a);
         }
         assert_eq!(mul_mod(x_pow_mod(9), x_pow_mod(30)), x_pow_mod(39));
-        let msg = b"shift joins two halves";
-        for split in 0..=msg.len() {
-            let (head, tail) = msg.split_at(split);
-            assert_eq!(
-                shift(crc_bitwise(head), tail.len()) ^ crc_bitwise(tail),
-                crc_bitwise(msg),
-                "split {split}"
-            );
-        }
-        assert_eq!(shift(0, 1 << 40), 0);
     }
 
     #[test]

@@ -294,8 +294,13 @@ pub(crate) fn update(crc: u16, bytes: &[u8]) -> u16 {
     unsafe { update_unchecked(engine(), crc, bytes) }
 }
 
-/// [`update`] on a given engine, or `None` where this CPU lacks it.
+/// [`update`] on a given engine, or `None` where this CPU lacks it (the
+/// portable engine inlined, as in [`key_crc_on`]).
+#[inline(always)]
 pub(crate) fn update_on(engine: CrcEngine, crc: u16, bytes: &[u8]) -> Option<u16> {
+    if engine == CrcEngine::Portable {
+        return Some(generic::update_with(portable::Portable, crc, bytes));
+    }
     // SAFETY: checked just before.
     supported(engine).then(|| unsafe { update_unchecked(engine, crc, bytes) })
 }

@@ -59,6 +59,11 @@ impl Engine for Vpclmul256 {
     fn short_key_crc(self, key: &[u8]) -> u16 {
         self.narrow().short_key_crc(key)
     }
+
+    #[inline(always)]
+    fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
+        self.narrow().find_byte(hay, needle)
+    }
 }
 
 /// The CRC of the hashed part of a key longer than 64 bytes.
