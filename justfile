@@ -121,6 +121,11 @@ cluster-down:
 dashboard:
     ./run dashboard
 
+# Regenerate core/src/command_table.rs from the COMMAND replies of Redis and Valkey (both started here).
+command-table:
+    cargo run -q -p zaris-tests --bin zaris-command-table
+    cargo fmt -p zaris-core
+
 # The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
     cargo bench -p zaris-core --bench slot -- {{ARGS}}

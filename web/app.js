@@ -133,6 +133,40 @@ function updateKey() {
   $('owner').textContent = ownerText(slot);
 }
 
+// ---- one command -------------------------------------------------------------
+
+const TARGETS = {
+  'slot': (r) => `Runs on ${r.owner}: every key is in slot ${r.slot}.`,
+  'any-node': () => 'No keys: any node can run it.',
+  'all-masters': (r) => `No keys: it goes to every master, and the answer is ${r.reply}.`,
+  'all-nodes': (r) => `No keys: it goes to every node, replicas too, and the answer is ${r.reply}.`,
+  'none': (r) => `Cannot be sent: ${r.error}.`,
+};
+
+function routeCommand() {
+  let route;
+  try {
+    route = JSON.parse(zaris.routeCommand($('cmd').value, map));
+    showError('cmd-error', null);
+  } catch (error) {
+    showError('cmd-error', error);
+    $('cmd-verdict').textContent = '';
+    $('cmd-keys').querySelector('tbody').replaceChildren();
+    return;
+  }
+  $('cmd-verdict').textContent = TARGETS[route.target](route);
+  $('cmd-verdict').className = route.target === 'none' ? 'warn' : '';
+  $('cmd-keys').querySelector('tbody').replaceChildren(...route.keys.map((k) => {
+    const row = document.createElement('tr');
+    for (const cell of [`#${k.index}`, k.key, String(k.slot), k.owner]) {
+      const td = document.createElement('td');
+      td.textContent = cell;
+      row.append(td);
+    }
+    return row;
+  }));
+}
+
 // ---- the map ---------------------------------------------------------------
 
 function applyMap(text) {
@@ -155,6 +189,7 @@ function applyMap(text) {
     return row;
   }));
   updateKey();
+  routeCommand();
 }
 
 function useMapFromText() {
@@ -357,6 +392,13 @@ function benchmark() {
 
 wasm = await init();
 $('key').addEventListener('input', updateKey);
+$('cmd').addEventListener('input', routeCommand);
+for (const button of document.querySelectorAll('[data-cmd]')) {
+  button.addEventListener('click', () => {
+    $('cmd').value = button.dataset.cmd;
+    routeCommand();
+  });
+}
 $('key-hex').addEventListener('change', updateKey);
 $('segments').addEventListener('input', updateKey);
 $('map-apply').addEventListener('click', useMapFromText);

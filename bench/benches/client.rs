@@ -1,61 +1,116 @@
-//! Zaris's client against redis-rs's async cluster client, on the same
-//! local cluster in one run: GET/SET 50/50 over 100k keys at 1, 16 and 256
-//! concurrent tasks (ops/s, p50, p99 and the ratios), then a master killed
-//! under load (time until writes to its slots succeed again, and failed
-//! operations), each client on a fresh cluster.
+//! Zaris's client against fred and redis-rs on the same local cluster, in
+//! one run:
 //!
-//! `just bench-client` (`just bench-client --quick`: shorter phases).
-//! Not a test: the numbers depend on the machine, and are printed.
+//! 1. single commands: GET/SET 50/50 over 100k keys at 1, 16 and 256
+//!    concurrent tasks (ops/s, p50, p99, client CPU per operation);
+//! 2. pipelines: batches of 100 and 1,000 mixed SET/GET/HSET over random
+//!    keys, one and four batches in flight: Zaris's pipeline, fred's, and
+//!    redis-rs's sync `ClusterPipeline` (its async cluster client refuses
+//!    cross-slot pipelines); ops/s, the CPU each client spends per
+//!    operation (this process's own `getrusage`: the servers are other
+//!    processes), and the servers' CPU (`INFO CPU`), to show when they are
+//!    the bottleneck;
+//! 3. `kill -9` of a master under a write load, each client on a fresh
+//!    cluster: time until writes to its slots succeed again. Bounded: each
+//!    write has a 1 s time-out, and the phase ends [`RECOVERY_LIMIT`] after
+//!    the kill; a client whose writes are not back by then is reported so,
+//!    and the run goes on.
+//!
+//! `just bench-client` (`just bench-client --quick`: 1 s runs). Not a test:
+//! the numbers depend on the machine, and are printed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fred::interfaces::{ClientLike, HashesInterface, KeysInterface};
 use redis::AsyncCommands;
 use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::Frame;
 
 const KEYS: u64 = 100_000;
 const VALUE: &[u8] = &[b'v'; 64];
+/// How long after a `kill -9` a client may take to write again.
+const RECOVERY_LIMIT: Duration = Duration::from_secs(20);
+/// Each write of the failover phase gives up after this long.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+const CLIENTS: [&str; 3] = ["zaris", "fred", "redis-rs"];
 
 #[derive(Clone)]
 enum Driver {
     Zaris(Client),
+    Fred(fred::clients::Client),
     RedisRs(redis::cluster_async::ClusterConnection),
+}
+
+fn redis_rs_client(seeds: &[String]) -> redis::cluster::ClusterClient {
+    let urls: Vec<String> = seeds.iter().map(|s| format!("redis://{s}")).collect();
+    redis::cluster::ClusterClient::new(urls).expect("redis-rs accepts the seeds")
 }
 
 impl Driver {
     fn name(&self) -> &'static str {
         match self {
             Driver::Zaris(_) => "zaris",
+            Driver::Fred(_) => "fred",
             Driver::RedisRs(_) => "redis-rs",
         }
     }
 
-    async fn connect(name: &str, seeds: &[String]) -> Driver {
-        match name {
-            "zaris" => {
-                let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
-                Driver::Zaris(Client::connect(&seeds).await.expect("zaris connects"))
-            }
-            _ => {
-                let urls: Vec<String> = seeds.iter().map(|s| format!("redis://{s}")).collect();
-                let client =
-                    redis::cluster::ClusterClient::new(urls).expect("redis-rs accepts the seeds");
-                Driver::RedisRs(
-                    client
-                        .get_async_connection()
+    async fn connect(name: &str, seeds: &[String]) -> Result<Driver, String> {
+        let connecting = async {
+            match name {
+                "zaris" => {
+                    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+                    Client::connect(&seeds)
                         .await
-                        .expect("redis-rs connects"),
-                )
+                        .map(Driver::Zaris)
+                        .map_err(|e| e.to_string())
+                }
+                "fred" => {
+                    let hosts: Vec<(String, u16)> = seeds
+                        .iter()
+                        .map(|s| {
+                            let (host, port) = s.rsplit_once(':').expect("host:port");
+                            (host.to_owned(), port.parse().expect("a port"))
+                        })
+                        .collect();
+                    let config = fred::types::config::Config {
+                        server: fred::types::config::ServerConfig::new_clustered(hosts),
+                        ..Default::default()
+                    };
+                    let client = fred::types::Builder::from_config(config)
+                        .set_policy(fred::types::config::ReconnectPolicy::new_exponential(
+                            0, 50, 1_000, 2,
+                        ))
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    client.init().await.map_err(|e| e.to_string())?;
+                    Ok(Driver::Fred(client))
+                }
+                _ => redis_rs_client(seeds)
+                    .get_async_connection()
+                    .await
+                    .map(Driver::RedisRs)
+                    .map_err(|e| e.to_string()),
             }
-        }
+        };
+        tokio::time::timeout(Duration::from_secs(10), connecting)
+            .await
+            .map_err(|_| format!("{name} did not connect within 10 s"))?
     }
 
     async fn get(&mut self, key: &[u8]) -> Result<(), String> {
         match self {
             Driver::Zaris(c) => c.get(key).await.map(drop).map_err(|e| e.to_string()),
+            Driver::Fred(c) => c
+                .get::<Option<bytes::Bytes>, _>(key)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
             Driver::RedisRs(c) => c
                 .get::<_, Option<Vec<u8>>>(key)
                 .await
@@ -67,26 +122,155 @@ impl Driver {
     async fn set(&mut self, key: &[u8]) -> Result<(), String> {
         match self {
             Driver::Zaris(c) => c.set(key, VALUE).await.map_err(|e| e.to_string()),
+            Driver::Fred(c) => c
+                .set::<(), _, _>(key, VALUE, None, None, false)
+                .await
+                .map_err(|e| e.to_string()),
             Driver::RedisRs(c) => c
                 .set::<_, _, ()>(key, VALUE)
                 .await
                 .map_err(|e| e.to_string()),
         }
     }
+
+    /// One batch of mixed commands as a pipeline; how many failed.
+    async fn pipeline(&self, batch: &[Op]) -> Result<usize, String> {
+        match self {
+            Driver::Zaris(c) => {
+                let mut pipeline = c.pipeline();
+                for op in batch {
+                    match op {
+                        Op::Set(key) => pipeline.cmd(&[b"SET", &key[..], VALUE]),
+                        Op::Get(key) => pipeline.cmd(&[b"GET", &key[..]]),
+                        Op::HSet(key) => pipeline.cmd(&[b"HSET", &key[..], b"f", VALUE]),
+                    };
+                }
+                let results = pipeline.run().await.map_err(|e| e.to_string())?;
+                Ok(results.iter().filter(|r| r.is_err()).count())
+            }
+            Driver::Fred(c) => {
+                let pipeline = c.pipeline();
+                for op in batch {
+                    let queued: Result<(), _> = match op {
+                        Op::Set(key) => pipeline.set(&key[..], VALUE, None, None, false).await,
+                        Op::Get(key) => pipeline.get(&key[..]).await,
+                        Op::HSet(key) => pipeline.hset(&key[..], ("f", VALUE)).await,
+                    };
+                    queued.map_err(|e| e.to_string())?;
+                }
+                let results = pipeline.try_all::<fred::types::Value>().await;
+                Ok(results.iter().filter(|r| r.is_err()).count())
+            }
+            Driver::RedisRs(_) => unreachable!("redis-rs pipelines run on threads"),
+        }
+    }
 }
 
-fn key(rng: &mut u64) -> Vec<u8> {
+/// A command of the pipeline phase.
+enum Op {
+    Set(Vec<u8>),
+    Get(Vec<u8>),
+    HSet(Vec<u8>),
+}
+
+fn next(rng: &mut u64) -> u64 {
     *rng ^= *rng << 13;
     *rng ^= *rng >> 7;
     *rng ^= *rng << 17;
-    format!("key:{}", *rng % KEYS).into_bytes()
+    *rng
+}
+
+fn key(rng: &mut u64) -> Vec<u8> {
+    format!("key:{}", next(rng) % KEYS).into_bytes()
+}
+
+/// `n` mixed commands over random keys: 40% SET, 40% GET, 20% HSET.
+fn batch(rng: &mut u64, n: usize) -> Vec<Op> {
+    (0..n)
+        .map(|i| match i % 5 {
+            0 | 3 => Op::Set(key(rng)),
+            1 | 4 => Op::Get(key(rng)),
+            _ => Op::HSet(format!("hash:{}", next(rng) % KEYS).into_bytes()),
+        })
+        .collect()
+}
+
+/// CPU time this process has used, user and system (every thread).
+fn process_cpu() -> (Duration, Duration) {
+    // SAFETY: getrusage writes one rusage struct into the zeroed value we
+    // own, and reads nothing else.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    (time(usage.ru_utime), time(usage.ru_stime))
+}
+
+/// CPU time every running server of `cluster` has used (`INFO CPU`).
+fn servers_cpu(cluster: &Cluster) -> Duration {
+    let mut total = 0.0;
+    for i in cluster.running() {
+        let Ok(Frame::BulkString(info)) = cluster
+            .conn(i)
+            .and_then(|mut c| c.command(&[b"INFO", b"CPU"]))
+        else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&info).lines() {
+            if let Some((name, value)) = line.trim().split_once(':') {
+                if name == "used_cpu_sys" || name == "used_cpu_user" {
+                    total += value.parse::<f64>().unwrap_or(0.0);
+                }
+            }
+        }
+    }
+    Duration::from_secs_f64(total)
+}
+
+/// CPU spent over a run: by this process (the client: in its own code,
+/// and in the kernel on its behalf, which on loopback includes much of the
+/// TCP work) and by the servers.
+struct Cpu {
+    user: Duration,
+    system: Duration,
+    servers: Duration,
+}
+
+impl Cpu {
+    fn client(&self) -> Duration {
+        self.user + self.system
+    }
+}
+
+fn measure_cpu<T>(cluster: &Cluster, run: impl FnOnce() -> T) -> (T, Cpu) {
+    let ((user, system), servers) = (process_cpu(), servers_cpu(cluster));
+    let result = run();
+    let (user_after, system_after) = process_cpu();
+    let cpu = Cpu {
+        user: user_after - user,
+        system: system_after - system,
+        servers: servers_cpu(cluster) - servers,
+    };
+    (result, cpu)
 }
 
 struct Load {
-    ops_per_sec: f64,
+    ops: u64,
+    elapsed: Duration,
     p50: Duration,
     p99: Duration,
     errors: usize,
+}
+
+impl Load {
+    fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64()
+    }
 }
 
 async fn load(driver: &Driver, tasks: usize, length: Duration) -> Load {
@@ -134,26 +318,134 @@ async fn load(driver: &Driver, tasks: usize, length: Duration) -> Load {
             .unwrap_or_default()
     };
     Load {
-        ops_per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        ops: all.len() as u64,
+        elapsed,
         p50: at(0.50),
         p99: at(0.99),
         errors,
     }
 }
 
+/// The batches each of `in_flight` senders cycles through, made before
+/// the clock starts (so the CPU measured is the clients'), the same for
+/// every client.
+type Prepared = Arc<Vec<Vec<Vec<Op>>>>;
+
+fn prepare(size: usize, in_flight: usize) -> Prepared {
+    Arc::new(
+        (0..in_flight)
+            .map(|t| {
+                let mut rng = 0x51_7CC1_B727_220A_u64 ^ (t as u64 + 1);
+                (0..(64_000 / size).max(4))
+                    .map(|_| batch(&mut rng, size))
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// Pipelines of the prepared batches, one sender per list, for `length`.
+fn pipelines(
+    name: &str,
+    driver: Option<&Driver>,
+    seeds: &[String],
+    rt: &tokio::runtime::Runtime,
+    prepared: &Prepared,
+    length: Duration,
+) -> Load {
+    let ops = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    match driver {
+        Some(driver) => {
+            let tasks: Vec<_> = (0..prepared.len())
+                .map(|t| {
+                    let (driver, stop, ops, errors, prepared) = (
+                        driver.clone(),
+                        stop.clone(),
+                        ops.clone(),
+                        errors.clone(),
+                        prepared.clone(),
+                    );
+                    rt.spawn(async move {
+                        for batch in prepared[t].iter().cycle() {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let failed = driver.pipeline(batch).await.unwrap_or(batch.len());
+                            ops.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                            errors.fetch_add(failed as u64, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(length);
+            stop.store(true, Ordering::Relaxed);
+            for task in tasks {
+                rt.block_on(task).expect("pipeline task");
+            }
+        }
+        None => {
+            assert_eq!(name, "redis-rs");
+            let client = redis_rs_client(seeds);
+            let threads: Vec<_> = (0..prepared.len())
+                .map(|t| {
+                    let mut conn = client.get_connection().expect("redis-rs connects");
+                    let (stop, ops, errors, prepared) =
+                        (stop.clone(), ops.clone(), errors.clone(), prepared.clone());
+                    std::thread::spawn(move || {
+                        for batch in prepared[t].iter().cycle() {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let mut pipe = redis::cluster::cluster_pipe();
+                            for op in batch {
+                                match op {
+                                    Op::Set(key) => pipe.set(key, VALUE),
+                                    Op::Get(key) => pipe.get(key),
+                                    Op::HSet(key) => pipe.hset(key, "f", VALUE),
+                                };
+                            }
+                            let failed = match pipe.query::<Vec<redis::Value>>(&mut conn) {
+                                Ok(_) => 0,
+                                Err(_) => batch.len(),
+                            };
+                            ops.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                            errors.fetch_add(failed as u64, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(length);
+            stop.store(true, Ordering::Relaxed);
+            for thread in threads {
+                thread.join().expect("redis-rs thread");
+            }
+        }
+    }
+    Load {
+        ops: ops.load(Ordering::Relaxed),
+        elapsed: started.elapsed(),
+        p50: Duration::ZERO,
+        p99: Duration::ZERO,
+        errors: errors.load(Ordering::Relaxed) as usize,
+    }
+}
+
 struct Recovery {
-    cluster_failover: Duration,
+    cluster_failover: Option<Duration>,
     writes_back_after: Option<Duration>,
     failed: usize,
     total: usize,
 }
 
 /// Kills the master of slot 0 under a write load and measures how long
-/// writes to its slots take to succeed again.
-fn failover(server: &str, name: &str, rt: &tokio::runtime::Runtime) -> Recovery {
-    let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
+/// writes to its slots take to succeed again, within [`RECOVERY_LIMIT`].
+fn failover(server: &str, name: &str, rt: &tokio::runtime::Runtime) -> Result<Recovery, String> {
+    let mut cluster = Cluster::start(server, 3, 1).map_err(|e| e.to_string())?;
     let seeds = cluster.addrs();
-    let driver = rt.block_on(Driver::connect(name, &seeds));
+    let driver = rt.block_on(Driver::connect(name, &seeds))?;
     let dead_slots: std::ops::RangeInclusive<u16> = 0..=5460;
     let stop = Arc::new(AtomicBool::new(false));
     let origin = Instant::now();
@@ -166,7 +458,10 @@ fn failover(server: &str, name: &str, rt: &tokio::runtime::Runtime) -> Recovery 
                 while !stop.load(Ordering::Relaxed) {
                     let key = key(&mut rng);
                     let started = origin.elapsed();
-                    let ok = driver.set(&key).await.is_ok();
+                    let ok = matches!(
+                        tokio::time::timeout(WRITE_TIMEOUT, driver.set(&key)).await,
+                        Ok(Ok(()))
+                    );
                     log.push((started, origin.elapsed(), ok, slot_for_key(&key)));
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -175,38 +470,69 @@ fn failover(server: &str, name: &str, rt: &tokio::runtime::Runtime) -> Recovery 
         })
         .collect();
     std::thread::sleep(Duration::from_secs(1));
-    let master = cluster.owner_index(0).expect("owner of slot 0");
+    let master = cluster.owner_index(0).map_err(|e| e.to_string())?;
     let killed_at = origin.elapsed();
     cluster.kill(master);
-    cluster
+    let cluster_failover = cluster
         .wait_failover_of(master, 0)
-        .expect("a replica takes over");
-    let cluster_failover = origin.elapsed() - killed_at;
-    std::thread::sleep(Duration::from_secs(3));
+        .ok()
+        .map(|_| origin.elapsed() - killed_at);
+    // The writers go on for 3 s after the cluster failed over, or until
+    // the limit.
+    loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let since = origin.elapsed() - killed_at;
+        if since >= RECOVERY_LIMIT
+            || cluster_failover.is_some_and(|f| since > f + Duration::from_secs(3))
+        {
+            break;
+        }
+    }
     stop.store(true, Ordering::Relaxed);
     let mut log = Vec::new();
     for writer in writers {
-        log.extend(rt.block_on(writer).expect("writer"));
+        // Each write is bounded, so a writer ends within WRITE_TIMEOUT.
+        match rt.block_on(async { tokio::time::timeout(WRITE_TIMEOUT * 3, writer).await }) {
+            Ok(Ok(entries)) => log.extend(entries),
+            _ => return Err(format!("a {name} writer did not stop")),
+        }
     }
     let writes_back_after = log
         .iter()
         .filter(|(started, _, ok, slot)| *ok && *started >= killed_at && dead_slots.contains(slot))
         .map(|(_, ended, ..)| *ended - killed_at)
+        .filter(|after| *after <= RECOVERY_LIMIT)
         .min();
-    Recovery {
+    Ok(Recovery {
         cluster_failover,
         writes_back_after,
         failed: log.iter().filter(|e| !e.2).count(),
         total: log.len(),
-    }
+    })
 }
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// `--quick`: 1 s runs; `--only NAME`: one client; `--tasks N`: one
-/// concurrency; `--no-failover`: skip the kill -9 phase.
+/// CPU per operation, in microseconds.
+fn per_op(cpu: Duration, load: &Load) -> f64 {
+    cpu.as_secs_f64() * 1e6 / load.ops.max(1) as f64
+}
+
+/// Client CPU per operation, in microseconds.
+fn cpu_per_op(cpu: &Cpu, load: &Load) -> f64 {
+    per_op(cpu.client(), load)
+}
+
+/// A share of the machine's cores over `elapsed`, in percent.
+fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
+    100.0 * cpu.as_secs_f64() / (elapsed.as_secs_f64() * cores as f64)
+}
+
+/// `--quick`: 1 s runs; `--seconds N`; `--only NAME`: one client;
+/// `--tasks N`: one concurrency; `--no-single`, `--no-pipeline`,
+/// `--no-failover`: skip a phase.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| {
@@ -215,10 +541,10 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let quick = args.iter().any(|a| a == "--quick");
+    let has = |name: &str| args.iter().any(|a| a == name);
     let length = match flag("--seconds") {
         Some(s) => Duration::from_secs(s.parse().expect("--seconds takes a number")),
-        None if quick => Duration::from_secs(1),
+        None if has("--quick") => Duration::from_secs(1),
         None => Duration::from_secs(4),
     };
     let only = flag("--only");
@@ -226,69 +552,158 @@ fn main() {
         Some(n) => vec![n.parse().expect("--tasks takes a number")],
         None => vec![1, 16, 256],
     };
-    let names: Vec<&str> = ["zaris", "redis-rs"]
+    let names: Vec<&str> = CLIENTS
         .into_iter()
         .filter(|n| only.as_deref().is_none_or(|o| o == *n))
         .collect();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let server = zaris_tests::server_binary();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    println!("==> starting a local cluster ({server}: 3 masters, 3 replicas)");
+    println!("==> a local cluster ({server}: 3 masters, 3 replicas) on {cores} cores");
     let cluster = Cluster::start(&server, 3, 1).expect("cluster");
     let seeds = cluster.addrs();
     let drivers: Vec<Driver> = names
         .iter()
-        .map(|name| rt.block_on(Driver::connect(name, &seeds)))
+        .filter_map(|name| match rt.block_on(Driver::connect(name, &seeds)) {
+            Ok(driver) => Some(driver),
+            Err(e) => {
+                println!("{name}: {e}; left out");
+                None
+            }
+        })
         .collect();
-    println!(
-        "==> GET/SET 50/50 over {KEYS} keys, {} s per run",
-        length.as_secs()
-    );
-    println!(
-        "{:>6} {:>9} {:>12} {:>12} {:>12} {:>7}",
-        "tasks", "client", "ops/s", "p50", "p99", "errors"
-    );
-    for &tasks in &task_counts {
-        let mut results = Vec::new();
-        for driver in &drivers {
-            rt.block_on(load(driver, tasks, Duration::from_millis(300))); // warm-up
-            let result = rt.block_on(load(driver, tasks, length));
-            println!(
-                "{tasks:>6} {:>9} {:>12.0} {:>12} {:>12} {:>7}",
-                driver.name(),
-                result.ops_per_sec,
-                ms(result.p50),
-                ms(result.p99),
-                result.errors
-            );
-            results.push(result);
-        }
-        let [z, r] = results.as_slice() else { continue };
+
+    if !has("--no-single") {
         println!(
-            "{tasks:>6} {:>9} {:>11.2}x {:>11.2}x {:>11.2}x   (zaris / redis-rs; throughput higher is better, latency lower)",
-            "ratio",
-            z.ops_per_sec / r.ops_per_sec,
-            z.p50.as_secs_f64() / r.p50.as_secs_f64(),
-            z.p99.as_secs_f64() / r.p99.as_secs_f64(),
+            "==> [1/3] single commands: GET/SET 50/50 over {KEYS} keys, {} s per run",
+            length.as_secs()
         );
+        println!(
+            "{:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7}",
+            "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "errors"
+        );
+        for &tasks in &task_counts {
+            let mut results = Vec::new();
+            for driver in &drivers {
+                rt.block_on(load(driver, tasks, Duration::from_millis(300))); // warm-up
+                let (result, cpu) =
+                    measure_cpu(&cluster, || rt.block_on(load(driver, tasks, length)));
+                println!(
+                    "{tasks:>6} {:>9} {:>12.0} {:>12} {:>12} {:>12.1} {:>7}",
+                    driver.name(),
+                    result.ops_per_sec(),
+                    ms(result.p50),
+                    ms(result.p99),
+                    cpu_per_op(&cpu, &result),
+                    result.errors
+                );
+                results.push((driver.name(), result, cpu));
+            }
+            ratios(tasks.to_string().as_str(), &results);
+        }
+    }
+
+    if !has("--no-pipeline") {
+        println!(
+            "==> [2/3] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys, {} s per run",
+            length.as_secs()
+        );
+        println!(
+            "{:>6} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6}",
+            "batch",
+            "in flight",
+            "client",
+            "ops/s",
+            "CPU µs/op",
+            "user",
+            "system",
+            "client",
+            "servers",
+            "errors"
+        );
+        for size in [100, 1000] {
+            for in_flight in [1, 4] {
+                let prepared = prepare(size, in_flight);
+                let mut results = Vec::new();
+                for &name in &names {
+                    let driver = drivers
+                        .iter()
+                        .find(|d| d.name() == name && name != "redis-rs");
+                    if name != "redis-rs" && driver.is_none() {
+                        continue;
+                    }
+                    let warm_up = Duration::from_millis(300);
+                    pipelines(name, driver, &seeds, &rt, &prepared, warm_up);
+                    let (result, cpu) = measure_cpu(&cluster, || {
+                        pipelines(name, driver, &seeds, &rt, &prepared, length)
+                    });
+                    println!(
+                        "{size:>6} {in_flight:>9} {name:>9} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
+                        result.ops_per_sec(),
+                        cpu_per_op(&cpu, &result),
+                        per_op(cpu.user, &result),
+                        per_op(cpu.system, &result),
+                        share(cpu.client(), result.elapsed, cores),
+                        share(cpu.servers, result.elapsed, cores),
+                        result.errors
+                    );
+                    results.push((name, result, cpu));
+                }
+                ratios(&format!("{size}x{in_flight}"), &results);
+            }
+        }
+        println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
     }
     drop(drivers);
     drop(cluster);
-    if args.iter().any(|a| a == "--no-failover") {
+
+    if has("--no-failover") {
         return;
     }
-    println!("==> kill -9 of a master under a 64-task write load (a fresh cluster per client)");
+    println!(
+        "==> [3/3] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
+        RECOVERY_LIMIT.as_secs()
+    );
     for &name in &names {
-        let r = failover(&server, name, &rt);
-        let back = r.writes_back_after.map_or_else(|| "never".to_owned(), ms);
-        println!(
-            "{name:>9}: cluster failed over in {}, writes to the dead master's slots succeeded again after {back}; {} of {} writes failed",
-            ms(r.cluster_failover),
-            r.failed,
-            r.total
-        );
+        match failover(&server, name, &rt) {
+            Ok(r) => {
+                let cluster = r.cluster_failover.map_or_else(
+                    || "did not fail over".to_owned(),
+                    |d| format!("failed over in {}", ms(d)),
+                );
+                let back = r.writes_back_after.map_or_else(
+                    || format!("not back within {} s", RECOVERY_LIMIT.as_secs()),
+                    |d| format!("back after {}", ms(d)),
+                );
+                println!(
+                    "{name:>9}: cluster {cluster}; writes to the dead master's slots {back}; {} of {} writes failed",
+                    r.failed, r.total
+                );
+            }
+            Err(e) => println!("{name:>9}: {e}"),
+        }
     }
+}
+
+/// Zaris against the best peer of one run: throughput, and client CPU per
+/// operation.
+fn ratios(label: &str, results: &[(&str, Load, Cpu)]) {
+    let Some((_, zaris, zaris_cpu)) = results.iter().find(|(n, ..)| *n == "zaris") else {
+        return;
+    };
+    let peers = results.iter().filter(|(n, ..)| *n != "zaris");
+    let Some((best, load, cpu)) =
+        peers.max_by(|a, b| a.1.ops_per_sec().total_cmp(&b.1.ops_per_sec()))
+    else {
+        return;
+    };
+    println!(
+        "{label:>6}  zaris / best peer ({best}): throughput {:.2}x, client CPU per op {:.2}x",
+        zaris.ops_per_sec() / load.ops_per_sec(),
+        cpu_per_op(zaris_cpu, zaris) / cpu_per_op(cpu, load),
+    );
 }

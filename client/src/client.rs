@@ -1,30 +1,25 @@
-//! The client: route each request by its key to the owner in the current
-//! snapshot, send it on that node's one connection, and let the core's
-//! retry machine decide what each outcome means.
+//! The client: its shared state (the map, the nodes, the counters) and the
+//! typed calls. Each call is routed by its key to the owner in the current
+//! snapshot and run under the retry driver (`request.rs`); any other
+//! command goes through [`Client::cmd`] (`command.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::future::try_join_all;
 use redis_protocol::resp2::types::BytesFrame;
-use tracing::Instrument;
-use zaris_core::{
-    hash_tag, parse_error_reply, slot_for_key, Decision, ErrorReply, KvStatus, Outcome, RetryLoop,
-    RouteError, StopReason, TransportFailure,
-};
+use zaris_core::{hash_tag, slot_for_key};
 
 use crate::config::{Builder, Config};
-use crate::conn::{encode, ConnError};
-use crate::refresh::{Gate, Refreshed};
+use crate::map::{Registry, Snapshot};
+use crate::refresh::{poll, Gate};
+use crate::request::{pack, Packed, Replies, Route};
 use crate::stats::{Counters, Stats};
-use crate::topology::{
-    address, host_of, parse_cluster_shards, parse_cluster_slots, Node, Registry, Snapshot,
-};
-use crate::{Error, Value};
+use crate::Error;
 
 /// A stored value and its version (`get_versioned`, `set_if_version`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,45 +34,23 @@ pub struct Versioned {
 /// map, the connections and the counters.
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    config: Config,
-    snapshot: ArcSwap<Snapshot>,
-    registry: Registry,
-    seeds: Vec<String>,
-    gate: Arc<Gate>,
-    counters: Counters,
+/// What every clone of a client shares.
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    pub(crate) snapshot: ArcSwap<Snapshot>,
+    pub(crate) registry: Registry,
+    pub(crate) seeds: Vec<String>,
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) counters: Counters,
     /// Distinguishes this client's request markers (`incr_by`).
     marker_prefix: u64,
     marker_seq: AtomicU64,
+    /// Spreads keyless commands over the slots, so over the masters.
+    pub(crate) next_any: AtomicUsize,
 }
-
-/// Where an attempt goes.
-#[derive(Clone)]
-enum Route {
-    Slot(u16),
-    Node(Arc<Node>),
-}
-
-/// A command, encoded once and sent as is on every attempt.
-struct Packed {
-    name: &'static str,
-    bytes: Bytes,
-    /// Replies it produces (a write with `WAIT` produces two).
-    replies: usize,
-}
-
-fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
-    Packed {
-        name,
-        bytes: encode(commands),
-        replies: commands.len(),
-    }
-}
-
-const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
 const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
     if v ~= tonumber(ARGV[2]) then return {0, v} end \
@@ -137,6 +110,7 @@ impl Client {
             counters: Counters::default(),
             marker_prefix,
             marker_seq: AtomicU64::new(0),
+            next_any: AtomicUsize::new(0),
         });
         inner.load_map().await?;
         tokio::spawn(poll(Arc::downgrade(&inner)));
@@ -419,22 +393,6 @@ impl Client {
         Ok(keys)
     }
 
-    /// Any other command, routed by `key` (which `args` should contain
-    /// where the command expects it), e.g. `command("k", &["HSET", "k", "f", "v"])`.
-    ///
-    /// # Errors
-    /// See [`Error`]; error replies the client does not interpret are
-    /// [`Error::Server`].
-    pub async fn command<A: AsRef<[u8]>>(
-        &self,
-        key: impl AsRef<[u8]>,
-        args: &[A],
-    ) -> Result<Value, Error> {
-        let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
-        let frames = self.keyed(key.as_ref(), pack("COMMAND", &[&args])).await?;
-        Ok(Value::from(frames.into_iter().next().expect("one reply")))
-    }
-
     /// The push path (docs/behaviour.md §5): slots `first_slot..=last_slot` are
     /// now served by `owner` (`host:port`). Only those segments are
     /// re-pointed (copy the table, patch, swap); returns how many changed.
@@ -479,8 +437,28 @@ impl Client {
     }
 
     /// A write, followed by `WAIT` when writes are durable.
-    fn write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
-        match self.inner.config.durability {
+    pub(crate) fn write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
+        self.inner.write(name, args)
+    }
+
+    /// With durable writes, the `WAIT` reply must count enough replicas.
+    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+        self.inner.check_durable(frames)
+    }
+
+    async fn keyed(&self, key: &[u8], command: Packed) -> Result<Replies, Error> {
+        self.execute(Route::Slot(slot_for_key(key)), command).await
+    }
+
+    async fn execute(&self, route: Route, command: Packed) -> Result<Replies, Error> {
+        self.inner.execute(route, command).await
+    }
+}
+
+impl Inner {
+    /// A write, followed by `WAIT` when writes are durable.
+    pub(crate) fn write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
+        match self.config.durability {
             None => pack(name, &[args]),
             Some(d) => {
                 let replicas = d.replicas.to_string();
@@ -494,8 +472,8 @@ impl Client {
     }
 
     /// With durable writes, the `WAIT` reply must count enough replicas.
-    fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
-        let Some(durability) = self.inner.config.durability else {
+    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+        let Some(durability) = self.config.durability else {
             return Ok(());
         };
         let acked = integer("WAIT", frames.get(1).unwrap_or(&BytesFrame::Null))?;
@@ -507,292 +485,9 @@ impl Client {
         }
         Ok(())
     }
-
-    async fn keyed(&self, key: &[u8], command: Packed) -> Result<Vec<BytesFrame>, Error> {
-        self.execute(Route::Slot(slot_for_key(key)), command).await
-    }
-
-    async fn execute(&self, route: Route, command: Packed) -> Result<Vec<BytesFrame>, Error> {
-        let slot = match &route {
-            Route::Slot(slot) => Some(*slot),
-            Route::Node(_) => None,
-        };
-        let span = tracing::debug_span!("zaris.request", command = command.name, slot);
-        self.inner.execute(route, command).instrument(span).await
-    }
 }
 
-impl Inner {
-    /// One request under the retry machine: both bounds, the delays of docs/behaviour.md §3, a
-    /// typed final outcome.
-    async fn execute(
-        self: &Arc<Self>,
-        route: Route,
-        command: Packed,
-    ) -> Result<Vec<BytesFrame>, Error> {
-        let deadline = self.config.policy.deadline.map(|d| Instant::now() + d);
-        let remaining = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let mut retries = RetryLoop::new(self.config.policy);
-        let mut ask: Option<Arc<Node>> = None;
-        let mut detail: String;
-        loop {
-            Counters::bump(&self.counters.attempts);
-            let timeout = remaining().map_or(self.config.attempt_timeout, |left| {
-                left.min(self.config.attempt_timeout)
-            });
-            let outcome = match self.attempt(&route, ask.take(), &command, timeout).await {
-                Ok((frames, node)) => match &frames[0] {
-                    BytesFrame::Error(message) => match parse_error_reply(message.as_bytes()) {
-                        Ok(ErrorReply::Moved(to)) => {
-                            Counters::bump(&self.counters.moved_redirects);
-                            let addr = address(to.host, to.port, host_of(&node.addr));
-                            // The hint re-points that slot now; the refresh follows.
-                            self.push(to.slot, to.slot, &addr);
-                            detail = format!("MOVED {} {addr}", to.slot);
-                            Outcome::Status(KvStatus::Moved)
-                        }
-                        Ok(ErrorReply::Ask(to)) => {
-                            let addr = address(to.host, to.port, host_of(&node.addr));
-                            detail = format!("ASK {} {addr}", to.slot);
-                            ask = Some(self.registry.node(&addr));
-                            Outcome::Ask
-                        }
-                        Ok(ErrorReply::Status(status)) => {
-                            detail = message.to_string();
-                            Outcome::Status(status)
-                        }
-                        Err(_) => return Err(Error::Server(message.to_string())),
-                    },
-                    _ => return Ok(frames),
-                },
-                Err(AttemptError::Route(e)) => {
-                    detail = e.to_string();
-                    Outcome::Transport(match e {
-                        RouteError::MapMidUpdate { .. } => TransportFailure::MapMidUpdate,
-                        _ => TransportFailure::NoOwnerMapped,
-                    })
-                }
-                Err(AttemptError::Conn(ConnError::Protocol(why), node)) => {
-                    return Err(Error::Protocol { node, detail: why })
-                }
-                Err(AttemptError::Conn(ConnError::Rejected(why), _)) => {
-                    return Err(Error::Server(why))
-                }
-                Err(AttemptError::Conn(ConnError::TooLarge { limit }, node)) => {
-                    return Err(Error::ReplyTooLarge { node, limit })
-                }
-                Err(AttemptError::Conn(e, node)) => {
-                    detail = format!("{node}: {e}");
-                    Outcome::Transport(e.failure())
-                }
-            };
-            let failed_at = Instant::now();
-            match retries.record(outcome, remaining()) {
-                // Replies were handed back above; what reaches here is an
-                // error status the loop will not retry.
-                Decision::Return | Decision::Surface => {
-                    return Err(final_error(outcome, retries.attempts(), None, detail))
-                }
-                Decision::GiveUp(stop) => {
-                    return Err(final_error(outcome, retries.attempts(), Some(stop), detail))
-                }
-                Decision::FollowAsk => Counters::bump(&self.counters.ask_redirects),
-                Decision::Retry { refresh_map, delay } => {
-                    match outcome {
-                        Outcome::Status(status) => self.counters.retried(status),
-                        _ => Counters::bump(&self.counters.retries_after_transport_failure),
-                    }
-                    tracing::debug!(?outcome, refresh_map, ?delay, %detail, "retrying");
-                    if refresh_map {
-                        let wait = remaining().map_or(self.config.refresh_wait, |left| {
-                            left.min(self.config.refresh_wait)
-                        });
-                        self.refresh(wait).await;
-                    }
-                    // The delay runs from the failure; the refresh spent part of it.
-                    let until = failed_at + delay;
-                    let until = deadline.map_or(until, |d| until.min(d));
-                    tokio::time::sleep_until(until.into()).await;
-                }
-            }
-        }
-    }
-
-    /// One attempt: the replies, and the node that sent them.
-    async fn attempt(
-        &self,
-        route: &Route,
-        ask: Option<Arc<Node>>,
-        command: &Packed,
-        timeout: Duration,
-    ) -> Result<(Vec<BytesFrame>, Arc<Node>), AttemptError> {
-        let asking = ask.is_some();
-        let node = match (ask, route) {
-            (Some(node), _) => node,
-            (None, Route::Slot(slot)) => self
-                .snapshot
-                .load()
-                .owner_of_slot(*slot)
-                .map_err(AttemptError::Route)?
-                .clone(),
-            (None, Route::Node(node)) => node.clone(),
-        };
-        let failed = |e| AttemptError::Conn(e, node.addr.to_string());
-        let conn = node
-            .connection(timeout, &self.config.conn)
-            .await
-            .map_err(failed)?;
-        if !asking {
-            let frames = conn
-                .request(command.bytes.clone(), command.replies, timeout)
-                .await
-                .map_err(failed)?;
-            return Ok((frames, node));
-        }
-        let mut bytes = BytesMut::with_capacity(ASKING.len() + command.bytes.len());
-        bytes.extend_from_slice(ASKING);
-        bytes.extend_from_slice(&command.bytes);
-        let mut frames = conn
-            .request(bytes.freeze(), command.replies + 1, timeout)
-            .await
-            .map_err(failed)?;
-        frames.remove(0); // ASKING's +OK
-        Ok((frames, node))
-    }
-
-    fn push(&self, first: u16, last: u16, addr: &str) -> u16 {
-        loop {
-            let current = self.snapshot.load_full();
-            let Some((next, changed)) = current.with_change(first, last, addr, &self.registry)
-            else {
-                return 0;
-            };
-            let previous = self.snapshot.compare_and_swap(&current, Arc::new(next));
-            if Arc::ptr_eq(&previous, &current) {
-                Counters::bump(&self.counters.pushes_applied);
-                tracing::debug!(first, last, addr, changed, "ownership change applied");
-                return changed;
-            }
-        }
-    }
-
-    async fn refresh(self: &Arc<Self>, wait: Duration) -> Refreshed {
-        let inner = self.clone();
-        self.gate
-            .refresh(&self.counters, wait, move || async move {
-                let _ = inner.load_map().await;
-            })
-            .await
-    }
-
-    /// Asks the known nodes in turn (the current owners first, then every
-    /// other node heard of, then the seeds) until one answers with a map,
-    /// and publishes it.
-    async fn load_map(&self) -> Result<(), Error> {
-        let span = tracing::info_span!("zaris.refresh");
-        async {
-            let mut candidates = self.snapshot.load().active_owners();
-            for node in self.registry.all().into_iter().chain(self.seeds.iter().map(|s| self.registry.node(s))) {
-                if !candidates.iter().any(|c| Arc::ptr_eq(c, &node)) {
-                    candidates.push(node);
-                }
-            }
-            let mut tried = Vec::new();
-            for node in candidates {
-                match self.fetch_map(&node).await {
-                    Ok(ranges) if !ranges.is_empty() => {
-                        let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
-                        self.snapshot.store(Arc::new(Snapshot::from_ranges(&ranges, &self.registry)));
-                        tracing::info!(from = %node.addr, ranges = ranges.len(), slots, "map refreshed");
-                        return Ok(());
-                    }
-                    Ok(_) => tried.push((node.addr.to_string(), "no slots assigned".to_owned())),
-                    Err(e) => tried.push((node.addr.to_string(), e)),
-                }
-            }
-            Counters::bump(&self.counters.refreshes_failed);
-            tracing::warn!(?tried, "no node answered with a map");
-            Err(Error::NoSeedReachable { tried })
-        }
-        .instrument(span)
-        .await
-    }
-
-    async fn fetch_map(&self, node: &Node) -> Result<Vec<crate::topology::SlotRange>, String> {
-        let timeout = self.config.attempt_timeout;
-        let conn = node
-            .connection(timeout, &self.config.conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        let ask = |args: &[&[u8]]| {
-            let packed = pack("CLUSTER", &[args]);
-            conn.request(packed.bytes, 1, timeout)
-        };
-        let reply = ask(&[b"CLUSTER", b"SHARDS"])
-            .await
-            .map_err(|e| e.to_string())?
-            .swap_remove(0);
-        match reply {
-            // Before Redis 7: no CLUSTER SHARDS.
-            BytesFrame::Error(_) => {
-                let reply = ask(&[b"CLUSTER", b"SLOTS"])
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .swap_remove(0);
-                match reply {
-                    BytesFrame::Error(e) => Err(e.to_string()),
-                    reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| e.to_string()),
-                }
-            }
-            reply => parse_cluster_shards(&reply, &node.addr).map_err(|e| e.to_string()),
-        }
-    }
-}
-
-/// The poll of docs/behaviour.md §5: the whole map every interval, until the
-/// client is dropped.
-async fn poll(inner: Weak<Inner>) {
-    let Some(interval) = inner.upgrade().map(|i| i.config.poll_interval) else {
-        return;
-    };
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        let Some(inner) = inner.upgrade() else { return };
-        let wait = inner.config.refresh_wait;
-        inner.refresh(wait).await;
-    }
-}
-
-enum AttemptError {
-    Route(RouteError),
-    Conn(ConnError, String),
-}
-
-fn final_error(outcome: Outcome, attempts: u32, stop: Option<StopReason>, detail: String) -> Error {
-    let stop = stop.unwrap_or(StopReason::AttemptsExhausted);
-    match outcome {
-        Outcome::Status(status) => Error::Status {
-            status,
-            attempts,
-            stop,
-        },
-        Outcome::Ask => Error::Status {
-            status: KvStatus::Migrating,
-            attempts,
-            stop,
-        },
-        Outcome::Transport(failure) => Error::Transport {
-            failure,
-            detail,
-            attempts,
-            stop,
-        },
-    }
-}
-
-fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
+pub(crate) fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
     match reply {
         BytesFrame::Error(e) => Error::Server(e.to_string()),
         other => Error::UnexpectedReply {
@@ -802,14 +497,14 @@ fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
     }
 }
 
-fn expect_ok(command: &'static str, reply: &BytesFrame) -> Result<(), Error> {
+pub(crate) fn expect_ok(command: &'static str, reply: &BytesFrame) -> Result<(), Error> {
     match reply {
         BytesFrame::SimpleString(s) if &s[..] == b"OK" => Ok(()),
         other => Err(unexpected(command, other)),
     }
 }
 
-fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, Error> {
+pub(crate) fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, Error> {
     match reply {
         BytesFrame::Integer(n) => Ok(*n),
         other => Err(unexpected(command, other)),
@@ -817,7 +512,7 @@ fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, Error> {
 }
 
 /// Key indexes grouped by slot, in first-seen order.
-fn by_slot<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<(u16, Vec<usize>)> {
+pub(crate) fn by_slot<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<(u16, Vec<usize>)> {
     let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
     let mut index: HashMap<u16, usize> = HashMap::new();
     for (i, key) in keys.enumerate() {
@@ -836,13 +531,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_are_encoded_as_resp_arrays() {
-        let packed = pack("SET", &[&[b"SET", b"k", b"v"], &[b"WAIT", b"1", b"100"]]);
-        assert_eq!(&packed.bytes[..], b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n");
-        assert_eq!(packed.replies, 2);
-    }
-
-    #[test]
     fn keys_group_by_slot_in_order() {
         let keys: [&[u8]; 4] = [b"{a}1", b"b", b"{a}2", b"123456789"];
         let groups = by_slot(keys.into_iter());
@@ -854,26 +542,5 @@ mod tests {
                 (12739, vec![3])
             ]
         );
-    }
-
-    #[test]
-    fn final_errors_keep_the_last_outcome() {
-        let e = final_error(Outcome::Status(KvStatus::Moved), 1, None, String::new());
-        assert_eq!(
-            e,
-            Error::Status {
-                status: KvStatus::Moved,
-                attempts: 1,
-                stop: StopReason::AttemptsExhausted
-            }
-        );
-        assert_eq!(e.status(), Some(KvStatus::Moved));
-        let e = final_error(
-            Outcome::Transport(TransportFailure::ConnectionRefused),
-            3,
-            Some(StopReason::DeadlineReached),
-            "x:1: refused".into(),
-        );
-        assert!(e.to_string().contains("request deadline reached"), "{e}");
     }
 }

@@ -2,7 +2,7 @@
 //! (Conflict), the last status or transport failure when the retry loop
 //! stopped, or an error the client does not interpret, surfaced at once.
 
-use zaris_core::{KvStatus, SettingError, StopReason, TransportFailure};
+use zaris_core::{CommandError, KvStatus, SettingError, StopReason, TransportFailure};
 
 /// Everything a Zaris call can fail with.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -87,6 +87,46 @@ pub enum Error {
     /// A setting (builder or environment) is invalid.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// The keys of a command hash to different slots, and it cannot be
+    /// split (only `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS` and `TOUCH`
+    /// are): no one node can run it. Nothing was sent. Give the keys one
+    /// hash tag (`{user1}:a`, `{user1}:b`).
+    #[error(
+        "the keys hash to different slots ({first} and {second}): no one node can run the command"
+    )]
+    CrossSlot {
+        /// The first key's slot.
+        first: u16,
+        /// The first slot that differs from it.
+        second: u16,
+    },
+    /// The command line is not one the servers would take: an unknown
+    /// command, the wrong number of arguments, or arguments that do not say
+    /// which keys (a `numkeys` larger than the arguments). Nothing was sent.
+    #[error("{command}: {error}")]
+    Command {
+        /// The command's name, as given.
+        command: String,
+        /// What is wrong with it.
+        error: CommandError,
+    },
+    /// A command that would change what a shared connection is for
+    /// (`SUBSCRIBE`, `MULTI`, `WATCH`, `SELECT`, ...): nothing was sent,
+    /// and the reason says what to use instead.
+    #[error("{command} is not sent on shared connections: {why}")]
+    Unsupported {
+        /// The command's name.
+        command: String,
+        /// Why, and what to use instead.
+        why: &'static str,
+    },
+    /// A transaction's `EXEC` was sent, but its reply was lost: it may or
+    /// may not have been applied, so it is not sent again.
+    #[error("the transaction may or may not have been applied ({detail}): it is not sent again")]
+    TransactionUnknown {
+        /// What happened.
+        detail: String,
+    },
 }
 
 impl From<SettingError> for Error {

@@ -37,22 +37,29 @@
 //! [`Error::Config`] when the client is built.
 
 mod client;
+mod cluster_map;
+mod command;
 mod config;
 mod conn;
 mod error;
+mod map;
+mod pipeline;
 mod refresh;
+mod request;
 mod stats;
-mod topology;
+mod transaction;
 mod value;
 
 pub use client::{Client, Versioned};
+pub use cluster_map::{parse_cluster_shards, parse_cluster_slots, MapError, SlotRange};
 pub use config::{
     Builder, Durability, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
     REFRESH_DEBOUNCE,
 };
 pub use conn::Credentials;
 pub use error::Error;
+pub use pipeline::Pipeline;
 pub use stats::Stats;
-pub use topology::{parse_cluster_shards, parse_cluster_slots, MapError, SlotRange};
+pub use transaction::{Transaction, Watched};
 pub use value::Value;
-pub use zaris_core::{KvStatus, StopReason, TransportFailure};
+pub use zaris_core::{CommandError, KvStatus, StopReason, TransportFailure};

@@ -1,18 +1,27 @@
-//! Coalesced map refreshes (docs/behaviour.md §5): at most one in flight, callers
-//! ride it, a no-op within 500 ms of the last one, a bounded wait that does
-//! not cancel the refresh for others, and a lock-free cleanup of the
-//! in-flight slot (compare-and-swap).
+//! Keeping the map honest (docs/behaviour.md §5): the push path (patch one
+//! range, swap), the poll, and coalesced refreshes: at most one in flight,
+//! callers ride it, a no-op within 500 ms of the last one, a bounded wait
+//! that does not cancel the refresh for others, and a lock-free cleanup of
+//! the in-flight slot (compare-and-swap).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
+use redis_protocol::resp2::types::BytesFrame;
 use tokio::sync::watch;
+use tracing::Instrument;
 
+use crate::client::Inner;
+use crate::cluster_map::{parse_cluster_shards, parse_cluster_slots, SlotRange};
 use crate::config::REFRESH_DEBOUNCE;
+use crate::conn::encode;
+use crate::map::{Node, Snapshot};
 use crate::stats::Counters;
+use crate::value::from_frame;
+use crate::{Error, Value};
 
 /// One refresh in flight; its riders wait on `done`.
 struct Flight {
@@ -106,6 +115,119 @@ impl Gate {
         } else {
             Refreshed::StoppedWaiting
         }
+    }
+}
+
+impl Inner {
+    /// The push path: `first..=last` re-pointed at `addr` (copy, patch,
+    /// swap); returns how many segments changed. Nothing changed, nothing
+    /// paid.
+    pub(crate) fn push(&self, first: u16, last: u16, addr: &str) -> u16 {
+        loop {
+            let current = self.snapshot.load_full();
+            let Some((next, changed)) = current.with_change(first, last, addr, &self.registry)
+            else {
+                return 0;
+            };
+            let previous = self.snapshot.compare_and_swap(&current, Arc::new(next));
+            if Arc::ptr_eq(&previous, &current) {
+                Counters::bump(&self.counters.pushes_applied);
+                tracing::debug!(first, last, addr, changed, "ownership change applied");
+                return changed;
+            }
+        }
+    }
+
+    /// A coalesced refresh, waited for at most `wait`.
+    pub(crate) async fn refresh(self: &Arc<Self>, wait: Duration) -> Refreshed {
+        let inner = self.clone();
+        self.gate
+            .refresh(&self.counters, wait, move || async move {
+                let _ = inner.load_map().await;
+            })
+            .await
+    }
+
+    /// Asks the known nodes in turn (the current owners first, then every
+    /// other node heard of, then the seeds) until one answers with a map,
+    /// and publishes it.
+    pub(crate) async fn load_map(&self) -> Result<(), Error> {
+        let span = tracing::info_span!("zaris.refresh");
+        async {
+            let mut candidates = self.snapshot.load().active_owners();
+            let seeds = self.seeds.iter().map(|s| self.registry.node(s));
+            for node in self.registry.all().into_iter().chain(seeds) {
+                if !candidates.iter().any(|c| Arc::ptr_eq(c, &node)) {
+                    candidates.push(node);
+                }
+            }
+            let mut tried = Vec::new();
+            for node in candidates {
+                match self.fetch_map(&node).await {
+                    Ok(ranges) if !ranges.is_empty() => {
+                        let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
+                        self.snapshot
+                            .store(Arc::new(Snapshot::from_ranges(&ranges, &self.registry)));
+                        tracing::info!(from = %node.addr, ranges = ranges.len(), slots, "map refreshed");
+                        return Ok(());
+                    }
+                    Ok(_) => tried.push((node.addr.to_string(), "no slots assigned".to_owned())),
+                    Err(e) => tried.push((node.addr.to_string(), e)),
+                }
+            }
+            Counters::bump(&self.counters.refreshes_failed);
+            tracing::warn!(?tried, "no node answered with a map");
+            Err(Error::NoSeedReachable { tried })
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, String> {
+        let timeout = self.config.attempt_timeout;
+        let conn = node
+            .connection(timeout, &self.config.conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ask = |args: &[&[u8]]| conn.request(encode(&[args]), 1, timeout);
+        let first =
+            |mut frames: Vec<BytesFrame>| frames.pop().map(from_frame).unwrap_or(Value::Nil);
+        let reply = first(
+            ask(&[b"CLUSTER", b"SHARDS"])
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        match reply {
+            // Before Redis 7: no CLUSTER SHARDS.
+            Value::Error(_) => {
+                let reply = first(
+                    ask(&[b"CLUSTER", b"SLOTS"])
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+                match reply {
+                    Value::Error(e) => Err(e),
+                    reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| e.to_string()),
+                }
+            }
+            reply => parse_cluster_shards(&reply, &node.addr).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The poll of docs/behaviour.md §5: the whole map every interval, until
+/// the client is dropped.
+pub(crate) async fn poll(inner: Weak<Inner>) {
+    let Some(interval) = inner.upgrade().map(|i| i.config.poll_interval) else {
+        return;
+    };
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        let wait = inner.config.refresh_wait;
+        inner.refresh(wait).await;
     }
 }
 

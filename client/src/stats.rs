@@ -18,6 +18,7 @@ pub(crate) struct Counters {
     pub refreshes_debounced: AtomicU64,
     pub refreshes_failed: AtomicU64,
     pub pushes_applied: AtomicU64,
+    pub watch_conflicts: AtomicU64,
 }
 
 impl Counters {
@@ -48,6 +49,7 @@ impl Counters {
             refreshes_debounced: get(&self.refreshes_debounced),
             refreshes_failed: get(&self.refreshes_failed),
             pushes_applied: get(&self.pushes_applied),
+            watch_conflicts: get(&self.watch_conflicts),
         }
     }
 }
@@ -75,6 +77,8 @@ pub struct Stats {
     pub refreshes_failed: u64,
     /// Ownership changes applied by push (`apply_ownership_change`, `MOVED` hints).
     pub pushes_applied: u64,
+    /// Watched transactions run again because a watched key changed.
+    pub watch_conflicts: u64,
 }
 
 impl Stats {

@@ -262,14 +262,21 @@ impl<'a> ClusterNode<'a> {
 fn parse_slot(field: &str) -> Option<SlotEntry<'_>> {
     let slot = |text: &str| text.parse::<u16>().ok().filter(|&s| s < SLOT_COUNT);
     if let Some(inner) = field.strip_prefix('[').and_then(|f| f.strip_suffix(']')) {
-        if let Some((s, to)) = inner.split_once("->-") {
-            return Some(SlotEntry::Migrating { slot: slot(s)?, to });
-        }
-        let (s, from) = inner.split_once("-<-")?;
-        return Some(SlotEntry::Importing {
-            slot: slot(s)?,
-            from,
-        });
+        // `N->-id` or `N-<-id`: the slot, a three-character arrow, the node.
+        let (s, rest) = inner.split_once('-')?;
+        let arrow = rest.get(..2)?;
+        let node = rest.get(2..)?;
+        return match arrow {
+            ">-" => Some(SlotEntry::Migrating {
+                slot: slot(s)?,
+                to: node,
+            }),
+            "<-" => Some(SlotEntry::Importing {
+                slot: slot(s)?,
+                from: node,
+            }),
+            _ => None,
+        };
     }
     let (first, last) = field.split_once('-').unwrap_or((field, field));
     let (first, last) = (slot(first)?, slot(last)?);

@@ -39,6 +39,9 @@ extern crate std;
 
 mod backoff;
 mod cluster_nodes;
+mod command;
+mod command_spec;
+mod command_table;
 mod crc16;
 mod engine;
 mod placement;
@@ -54,6 +57,10 @@ pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKO
 pub use cluster_nodes::{
     parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,
     SlotEntry,
+};
+pub use command::{
+    command_has_keys, command_info, command_keys, command_route, command_target, CommandError,
+    CommandInfo, CommandKeys, Fanout, Reply, Target,
 };
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};

@@ -132,6 +132,28 @@ fn the_core_never_allocates() {
         for outcome in parse_script("Moved, Migrating -> Ask, Bogus") {
             eat(outcome.map_or(1, |o| o.name().len() as u64));
         }
+        for line in [
+            &[&b"HSET"[..], b"k", b"f", b"v"][..],
+            &[b"EVAL", b"return 1", b"2", b"{a}1", b"{a}2"],
+            &[
+                b"XREADGROUP",
+                b"GROUP",
+                b"g",
+                b"c",
+                b"STREAMS",
+                b"s1",
+                b"s2",
+                b">",
+                b">",
+            ],
+            &[b"MSET", b"a", b"1", b"b", b"2"],
+            &[b"nosuch"],
+        ] {
+            eat(command_target(line).map_or(1, |t| matches!(t, Target::Slot(_)) as u64));
+            eat(command_route(line).map_or(1, |(_, i)| i.is_write() as u64));
+            eat(command_keys(line).map_or(1, |keys| keys.count() as u64));
+            eat(command_info(line).map_or(1, |i| i.name().len() as u64));
+        }
         for node in parse_cluster_nodes(nodes).flatten() {
             eat(u64::from(node.port) + node.slots().filter_map(Result::ok).count() as u64);
         }

@@ -4,7 +4,7 @@
 // `just dashboard` (or `just bench`) must have rendered web/dashboard/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launchChromium, serveStatic } from './browser.mjs';
 
@@ -56,9 +56,21 @@ test('every chart is a real SVG that renders with its data', async () => {
 });
 
 test('the latest medians, the bars and the machine are shown', async () => {
+  // Ten bars, and four for each CRC engine the latest run measured.
+  const runs = readFileSync(join(root, 'bench', 'history.jsonl'), 'utf8').trim().split('\n');
+  const latest = JSON.parse(runs[runs.length - 1]);
+  const expected = 10 + 4 * (latest.engines ?? []).length;
   const bars = await page.locator('#bars tr').count();
-  assert.equal(bars, 12, 'a header and eleven bars');
-  assert.match(await page.textContent('#verdict'), /^(All 11 bars are met|\d+ of 11 bars are NOT met) in the latest run/);
+  assert.equal(bars, expected + 1, `a header and ${expected} bars`);
+  assert.match(await page.textContent('#verdict'),
+    new RegExp(`^(All ${expected} bars are met|\\d+ of ${expected} bars are NOT met) in the latest run`));
+  for (const engine of latest.engines ?? []) {
+    assert.ok(await page.locator('#bars td', { hasText: `${engine} engine` }).count() >= 4, engine);
+  }
+  if ((latest.engines ?? []).length) {
+    const rows = await page.locator('#engines-ascii tr').count();
+    assert.equal(rows, 8, 'a header and seven key lengths');
+  }
   assert.match(await page.textContent('#machine'), /Commit \S+, \d{4}-\d\d-\d\dT.*CPU: .+ \(\d+ logical CPUs\), CRC engine: .+rustc \d+\.\d+/s);
   // Seven key lengths for each key kind, a median in every cell.
   for (const kind of ['ascii', 'tagged', 'utf8', 'binary']) {

@@ -60,6 +60,35 @@ test('binary keys as hex, and bad hex is an error that goes away', async () => {
   await page.uncheck('#key-hex');
 });
 
+test('a pasted command shows its keys, slots and owner, or why no one node can run it', async () => {
+  await page.click('#map-demo');
+  const route = async (line) => {
+    await page.fill('#cmd', line);
+    const keys = await page.locator('#cmd-keys tbody tr').evaluateAll((trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    return { verdict: await page.textContent('#cmd-verdict'), keys };
+  };
+  const slotOf = (key) => zaris.slotForBytes(new TextEncoder().encode(key));
+  const mset = await route('MSET {u1}:a 1 {u1}:b 2');
+  assert.deepEqual(mset.keys.map((k) => k.slice(0, 3)),
+    [['#1', '{u1}:a', String(slotOf('u1'))], ['#3', '{u1}:b', String(slotOf('u1'))]]);
+  assert.match(mset.verdict, new RegExp(`^Runs on \\S+ 127\\.0\\.0\\.1:700\\d: every key is in slot ${slotOf('u1')}\\.$`));
+
+  await page.click('button[data-cmd^="EVAL"]');
+  const evalTwo = await route(await page.inputValue('#cmd'));
+  assert.deepEqual(evalTwo.keys.map((k) => k[1]), ['k1', 'k2']);
+  assert.match(evalTwo.verdict, /^Cannot be sent: its keys hash to different slots \(\d+ on .+, \d+ on .+\)/);
+
+  assert.match((await route('DBSIZE')).verdict, /every master, and the answer is the sum/);
+  assert.equal((await route('PING')).verdict, 'No keys: any node can run it.');
+  assert.match((await route('XREAD COUNT 10 STREAMS {s}:a {s}:b 0 0')).verdict, /^Runs on/);
+  assert.match((await route('EVAL "return 1" 3 k')).verdict, /^Cannot be sent: the arguments do not say which keys/);
+  await route('GET "unclosed');
+  assert.match(await page.textContent('#cmd-error'), /^character 5: a quote is not closed/);
+  await route('GET k');
+  assert.equal(await page.isHidden('#cmd-error'), true);
+});
+
 test('a pasted map routes keys to its nodes', async () => {
   const nodes = [
     'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 10.0.0.1:7000@17000 master - 0 0 1 connected 0-8191',

@@ -185,13 +185,13 @@ async fn the_whole_api(client: &Client, keys: &[Vec<u8>]) {
     let doc = client.get_versioned("doc").await.unwrap().unwrap();
     assert_eq!((doc.value.as_ref(), doc.version), (&b"b"[..], 2));
 
-    let reply = client.command("h", &["HSET", "h", "f", "v"]).await.unwrap();
+    let reply = client.cmd(&["HSET", "h", "f", "v"]).await.unwrap();
     assert_eq!(reply, zaris_client::Value::Int(1));
     assert_eq!(
-        client.command("h", &["HGET", "h", "f"]).await.unwrap(),
+        client.cmd(&["HGET", "h", "f"]).await.unwrap(),
         zaris_client::Value::Data("v".into())
     );
-    match client.command("h", &["INCR", "h"]).await {
+    match client.cmd(&["INCR", "h"]).await {
         Err(Error::Server(message)) => assert!(message.starts_with("WRONGTYPE"), "{message}"),
         other => panic!("a WRONGTYPE error is surfaced as is, got {other:?}"),
     }

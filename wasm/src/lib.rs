@@ -15,10 +15,12 @@ use wasm_bindgen::prelude::*;
 use zaris_core::slot_for_key;
 
 mod cluster;
+mod command;
 mod json;
 mod simulate;
 
 pub use cluster::ClusterMap;
+pub use command::route_command;
 pub use simulate::simulate_retries;
 
 /// Slot of a key given as UTF-16 code units (a JS string's `charCodeAt`s).

@@ -112,7 +112,7 @@ fn ending(decision: Decision) -> String {
         Decision::Surface => "surfaced at once (not retried)".to_owned(),
         Decision::GiveUp(reason) => format!("gave up: {reason}"),
         // A replay ends only on the three above.
-        other => format!("{other:?}"),
+        Decision::FollowAsk | Decision::Retry { .. } => "still retrying".to_owned(),
     }
 }
 

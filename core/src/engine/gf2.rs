@@ -51,6 +51,10 @@ pub(crate) const fn x_pow_mod(n: u32) -> u16 {
 }
 
 /// `a * b mod P` for two remainders.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) const fn mul_mod(a: u16, b: u16) -> u16 {
     let mut acc: u16 = 0;
     let mut bit = 16;

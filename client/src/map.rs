@@ -1,0 +1,261 @@
+//! The routing snapshot (docs/behaviour.md §4): slot → owner index → node,
+//! immutable, swapped whole; and the nodes, each with its one connection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use tokio::sync::Mutex;
+use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
+
+use crate::cluster_map::SlotRange;
+use crate::conn::{ConnError, ConnOptions, Connection};
+
+/// One node: its address and its one shared connection, made on first use
+/// and remade after it breaks.
+pub(crate) struct Node {
+    pub(crate) addr: Arc<str>,
+    conn: ArcSwapOption<Connection>,
+    connecting: Mutex<()>,
+    /// Connections of their own for blocking commands and `WATCH`, kept
+    /// for the next one when handed back clean.
+    spares: std::sync::Mutex<Vec<Arc<Connection>>>,
+}
+
+/// At most this many spare dedicated connections per node.
+const MAX_SPARES: usize = 8;
+
+impl Node {
+    pub(crate) fn new(addr: &str) -> Self {
+        Self {
+            addr: addr.into(),
+            conn: ArcSwapOption::empty(),
+            connecting: Mutex::new(()),
+            spares: std::sync::Mutex::default(),
+        }
+    }
+
+    /// A connection no one else uses: a spare if one is alive, else a new
+    /// one. Hand it back with [`Node::give_back`] once it holds no state
+    /// (no `WATCH`, no reply outstanding), or drop it.
+    pub(crate) async fn dedicated(
+        &self,
+        timeout: std::time::Duration,
+        options: &ConnOptions,
+    ) -> Result<Arc<Connection>, ConnError> {
+        loop {
+            let spare = self.spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            match spare {
+                Some(conn) if conn.is_alive() => return Ok(conn),
+                Some(_) => {}
+                None => {
+                    return Ok(Arc::new(
+                        Connection::connect(&self.addr, timeout, options).await?,
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Keeps a clean dedicated connection for the next caller.
+    pub(crate) fn give_back(&self, conn: Arc<Connection>) {
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.is_alive() && spares.len() < MAX_SPARES {
+            spares.push(conn);
+        }
+    }
+
+    /// The live connection, connecting (once, however many callers ask) if
+    /// there is none.
+    pub(crate) async fn connection(
+        &self,
+        timeout: std::time::Duration,
+        options: &ConnOptions,
+    ) -> Result<Arc<Connection>, ConnError> {
+        if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
+            return Ok(conn);
+        }
+        let _one_at_a_time = tokio::time::timeout(timeout, self.connecting.lock())
+            .await
+            .map_err(|_| ConnError::TimedOut)?;
+        if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
+            return Ok(conn);
+        }
+        let conn = Arc::new(Connection::connect(&self.addr, timeout, options).await?);
+        self.conn.store(Some(conn.clone()));
+        Ok(conn)
+    }
+}
+
+/// Every node the client has heard of, by address: seeds, map entries,
+/// redirect targets. Touched on refreshes and redirects, never per request.
+#[derive(Default)]
+pub(crate) struct Registry {
+    nodes: std::sync::Mutex<HashMap<Arc<str>, Arc<Node>>>,
+}
+
+impl Registry {
+    /// The node at `addr`, created if new.
+    pub(crate) fn node(&self, addr: &str) -> Arc<Node> {
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = nodes.get(addr) {
+            return node.clone();
+        }
+        let node = Arc::new(Node::new(addr));
+        nodes.insert(node.addr.clone(), node.clone());
+        node
+    }
+
+    /// Every known node.
+    pub(crate) fn all(&self) -> Vec<Arc<Node>> {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+}
+
+/// An immutable routing snapshot: slot -> owner index -> node.
+pub(crate) struct Snapshot {
+    pub(crate) table: SegmentTable<Box<[OwnerId]>>,
+    pub(crate) owners: Vec<Arc<Node>>,
+}
+
+impl Snapshot {
+    /// A map with no owners (before the first refresh).
+    pub(crate) fn empty() -> Self {
+        let unowned = vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice();
+        Self {
+            table: SegmentTable::new(unowned).expect("16384 segments"),
+            owners: Vec::new(),
+        }
+    }
+
+    /// Builds a snapshot from a cluster map.
+    pub(crate) fn from_ranges(ranges: &[SlotRange], registry: &Registry) -> Self {
+        let mut map = Self::empty();
+        for range in ranges {
+            let owner = owner_index(&mut map.owners, &range.master, registry);
+            map.table.apply(&OwnershipChange {
+                first_slot: range.first,
+                last_slot: range.last,
+                owner,
+            });
+        }
+        map
+    }
+
+    /// The node owning `slot`: a hash was already paid, this is one index.
+    #[inline]
+    pub(crate) fn owner_of_slot(&self, slot: u16) -> Result<&Arc<Node>, RouteError> {
+        let owner = self.table.owner_of_slot(slot)?;
+        self.owners
+            .get(usize::from(owner))
+            .ok_or(RouteError::MapMidUpdate { segment: slot })
+    }
+
+    /// A copy with `first..=last` pointed at `addr` (the push path: clone,
+    /// patch, swap), or `None` when nothing would change.
+    pub(crate) fn with_change(
+        &self,
+        first: u16,
+        last: u16,
+        addr: &str,
+        registry: &Registry,
+    ) -> Option<(Self, u16)> {
+        // Most pushes repeat what the map says (every request that met the
+        // same MOVED brings the same hint): check before copying anything.
+        let (low, high) = (first.min(last), first.max(last).min(SLOT_COUNT - 1));
+        let settled =
+            (low..=high).all(|slot| self.owner_of_slot(slot).is_ok_and(|n| *n.addr == *addr));
+        if settled {
+            return None;
+        }
+        let mut owners = self.owners.clone();
+        let owner = owner_index(&mut owners, addr, registry);
+        let mut table =
+            SegmentTable::new(self.table.owners().to_vec().into_boxed_slice()).expect("same size");
+        let changed = table.apply(&OwnershipChange {
+            first_slot: first,
+            last_slot: last,
+            owner,
+        });
+        (changed > 0).then(|| (Self { table, owners }, changed))
+    }
+
+    /// The distinct owners, in slot order: the targets of a fan-out.
+    pub(crate) fn active_owners(&self) -> Vec<Arc<Node>> {
+        let mut seen: Vec<Arc<Node>> = Vec::new();
+        for (_, owner) in self.table.runs() {
+            if let Some(node) = self.owners.get(usize::from(owner)) {
+                if !seen.iter().any(|n| Arc::ptr_eq(n, node)) {
+                    seen.push(node.clone());
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// The index of the node at `addr` in `owners`, appended (from the
+/// registry) if it is not there yet.
+fn owner_index(owners: &mut Vec<Arc<Node>>, addr: &str, registry: &Registry) -> OwnerId {
+    let index = match owners.iter().position(|n| *n.addr == *addr) {
+        Some(i) => i,
+        None => {
+            owners.push(registry.node(addr));
+            owners.len() - 1
+        }
+    };
+    index as OwnerId
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_route_and_patch() {
+        let registry = Registry::default();
+        let ranges = [
+            SlotRange {
+                first: 0,
+                last: 8191,
+                master: "a:1".into(),
+                replicas: vec![],
+            },
+            SlotRange {
+                first: 8192,
+                last: 16383,
+                master: "b:1".into(),
+                replicas: vec![],
+            },
+        ];
+        let snap = Snapshot::from_ranges(&ranges, &registry);
+        assert_eq!(&*snap.owner_of_slot(12739).unwrap().addr, "b:1");
+        assert!(
+            snap.with_change(0, 10, "a:1", &registry).is_none(),
+            "nothing changed, nothing paid"
+        );
+        let (moved, changed) = snap.with_change(12739, 12739, "c:1", &registry).unwrap();
+        assert_eq!(changed, 1);
+        assert_eq!(&*moved.owner_of_slot(12739).unwrap().addr, "c:1");
+        assert_eq!(&*moved.owner_of_slot(12740).unwrap().addr, "b:1");
+        let fan_out: Vec<String> = moved
+            .active_owners()
+            .iter()
+            .map(|n| n.addr.to_string())
+            .collect();
+        assert_eq!(fan_out, ["a:1", "b:1", "c:1"]);
+        assert!(
+            Arc::ptr_eq(&registry.node("b:1"), snap.owner_of_slot(9000).unwrap()),
+            "one node object per address"
+        );
+        assert!(matches!(
+            Snapshot::empty().owner_of_slot(5),
+            Err(RouteError::Unavailable { .. })
+        ));
+    }
+}

@@ -1,0 +1,681 @@
+//! One request under the core's retry machine: route it, send it on the
+//! owner's connection, classify the reply, and let `RetryLoop` decide what
+//! each outcome means (docs/behaviour.md §2, §3, §7): both bounds, the
+//! delays, `ASK` followed once with `ASKING`, a typed final outcome.
+//!
+//! What a reply means is decided by [`classify`], a pure function: the
+//! driver only acts on it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::join_all;
+use redis_protocol::resp2::types::BytesFrame;
+use smallvec::SmallVec;
+use tracing::Instrument;
+use zaris_core::{
+    parse_error_reply, Decision, ErrorReply, KvStatus, Outcome, RetryLoop, RouteError, StopReason,
+    TransportFailure,
+};
+
+use crate::client::Inner;
+use crate::cluster_map::{address, host_of};
+use crate::conn::{encode, ConnError};
+use crate::map::Node;
+use crate::stats::Counters;
+use crate::Error;
+
+/// The replies of one request: one, or two for a write with `WAIT`, kept
+/// inline.
+pub(crate) type Replies = SmallVec<[BytesFrame; 2]>;
+
+/// Where an attempt goes.
+#[derive(Clone)]
+pub(crate) enum Route {
+    /// The owner of a slot in the current map.
+    Slot(u16),
+    /// A given node.
+    Node(Arc<Node>),
+}
+
+impl Route {
+    fn slot(&self) -> Option<u16> {
+        match self {
+            Route::Slot(slot) => Some(*slot),
+            Route::Node(_) => None,
+        }
+    }
+}
+
+/// A command (or a few sent back to back), encoded once and sent as is on
+/// every attempt.
+#[derive(Clone)]
+pub(crate) struct Packed {
+    pub(crate) name: &'static str,
+    pub(crate) bytes: Bytes,
+    /// Replies it produces (a write with `WAIT` produces two).
+    pub(crate) replies: usize,
+    /// A blocking command (`BLPOP`): sent on a connection of its own, so it
+    /// holds up no one else's replies, and allowed the whole deadline.
+    pub(crate) blocking: bool,
+}
+
+/// `commands` encoded back to back.
+pub(crate) fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
+    Packed {
+        name,
+        bytes: encode(commands),
+        replies: commands.len(),
+        blocking: false,
+    }
+}
+
+/// How long a blocking command may wait when the request has no deadline.
+const BLOCKING_WITHOUT_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
+
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// What a reply means for routing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Classified {
+    /// An answer: hand it back.
+    Answer,
+    /// `-MOVED`: the slot lives at `addr` now.
+    Moved { slot: u16, addr: String },
+    /// `-ASK`: this one command goes to `addr`, after `ASKING`.
+    Ask { addr: String },
+    /// A status of the vocabulary (`TRYAGAIN`, `CLUSTERDOWN`, ...).
+    Status(KvStatus),
+    /// An error the client does not interpret: surfaced unchanged.
+    ServerError(String),
+}
+
+/// What the first reply of a request means, coming from the node at
+/// `from` (whose host stands in for an empty one in a redirect).
+pub(crate) fn classify(reply: &BytesFrame, from: &str) -> Classified {
+    let BytesFrame::Error(message) = reply else {
+        return Classified::Answer;
+    };
+    match parse_error_reply(message.as_bytes()) {
+        Ok(ErrorReply::Moved(to)) => Classified::Moved {
+            slot: to.slot,
+            addr: address(to.host, to.port, host_of(from)),
+        },
+        Ok(ErrorReply::Ask(to)) => Classified::Ask {
+            addr: address(to.host, to.port, host_of(from)),
+        },
+        Ok(ErrorReply::Status(status)) => Classified::Status(status),
+        Err(_) => Classified::ServerError(message.to_string()),
+    }
+}
+
+/// A request's retry state: its loop, its deadline, an `ASK` to follow.
+pub(crate) struct Retrying {
+    retries: RetryLoop,
+    deadline: Option<Instant>,
+    ask: Option<Arc<Node>>,
+}
+
+impl Retrying {
+    pub(crate) fn new(inner: &Inner) -> Self {
+        Self::from(inner, Instant::now())
+    }
+
+    /// A request that started at `now`.
+    fn from(inner: &Inner, now: Instant) -> Self {
+        Self {
+            retries: RetryLoop::new(inner.config.policy),
+            deadline: inner.config.policy.deadline.map(|d| now + d),
+            ask: None,
+        }
+    }
+
+    /// Whether the request's deadline has passed.
+    pub(crate) fn deadline_passed(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// An attempt's time-out: the configured one, never past the deadline.
+    pub(crate) fn attempt_timeout(&self, configured: Duration) -> Duration {
+        self.remaining()
+            .map_or(configured, |left| left.min(configured))
+    }
+}
+
+/// A failed attempt: what it came to, and in words.
+pub(crate) struct Failure {
+    pub(crate) outcome: Outcome,
+    pub(crate) detail: String,
+}
+
+/// What one attempt came to.
+pub(crate) enum Attempted {
+    Replies(Replies),
+    Failed(Failure),
+    /// `ASK`: the next attempt goes to this node, after `ASKING`.
+    Ask(Arc<Node>, Failure),
+    Fatal(Error),
+}
+
+/// A request of a round: which, and its retry state once it has failed
+/// (a first attempt that succeeds never needs one).
+struct InFlight {
+    /// Index into the caller's requests.
+    index: usize,
+    state: Option<Box<Retrying>>,
+}
+
+/// The requests of one round that go to one node in one write (or, for a
+/// blocking command, alone on a connection of its own).
+struct Batch {
+    node: Arc<Node>,
+    dedicated: bool,
+    /// Positions in the round's `InFlight` list, and whether each follows
+    /// an `ASK` (so goes after `ASKING`).
+    members: SmallVec<[(usize, bool); 1]>,
+}
+
+/// What a round of failures asks of the next: a map refresh (waiting at
+/// most `refresh_wait`), and not before `until`.
+#[derive(Default)]
+struct Wait {
+    refresh_wait: Option<Duration>,
+    until: Option<Instant>,
+}
+
+impl Wait {
+    fn merge(&mut self, other: Wait) {
+        self.refresh_wait = self.refresh_wait.max(other.refresh_wait);
+        self.until = self.until.max(other.until);
+    }
+}
+
+impl Inner {
+    /// One request under the retry machine.
+    pub(crate) async fn execute(
+        self: &Arc<Self>,
+        route: Route,
+        command: Packed,
+    ) -> Result<Replies, Error> {
+        let span =
+            tracing::debug_span!("zaris.request", command = command.name, slot = route.slot());
+        let mut result = None;
+        self.execute_all(&[(route, command)], |_, r| result = Some(r))
+            .instrument(span)
+            .await;
+        result.unwrap_or_else(|| unreachable!("every request ends with a result"))
+    }
+
+    /// Requests run together, in rounds. Each round sends every node its
+    /// share in one write, in the requests' order (a blocking command goes
+    /// alone, on a connection of its own); each reply is judged against
+    /// the request's own retry loop; the requests to retry wait once for
+    /// the longest delay (and one map refresh if any asked for it) and make
+    /// up the next round, still in order. Each request's result goes to
+    /// `deliver` (with its index) as soon as it is known.
+    pub(crate) async fn execute_all(
+        self: &Arc<Self>,
+        requests: &[(Route, Packed)],
+        mut deliver: impl FnMut(usize, Result<Replies, Error>),
+    ) {
+        let started = Instant::now();
+        let mut round: SmallVec<[InFlight; 1]> = (0..requests.len())
+            .map(|index| InFlight { index, state: None })
+            .collect();
+        while !round.is_empty() {
+            // Failed attempts, by position in the round.
+            let mut failed: Vec<(usize, Failure)> = Vec::new();
+            let batches = self.batches(requests, &mut round, &mut failed);
+            let sent = join_all(
+                batches
+                    .iter()
+                    .map(|batch| self.send_batch(batch, requests, &round)),
+            )
+            .await;
+            for (batch, replies) in batches.iter().zip(sent) {
+                match replies {
+                    Ok(per_member) => {
+                        for (&(at, _), frames) in batch.members.iter().zip(per_member) {
+                            match self.judge(frames, &batch.node) {
+                                Attempted::Replies(frames) => deliver(round[at].index, Ok(frames)),
+                                Attempted::Fatal(e) => deliver(round[at].index, Err(e)),
+                                Attempted::Failed(failure) => failed.push((at, failure)),
+                                Attempted::Ask(to, failure) => {
+                                    self.state_of(&mut round[at], started).ask = Some(to);
+                                    failed.push((at, failure));
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        for &(at, _) in &batch.members {
+                            match self.conn_failure(e.clone(), &batch.node) {
+                                Attempted::Fatal(e) => deliver(round[at].index, Err(e)),
+                                Attempted::Failed(failure) | Attempted::Ask(_, failure) => {
+                                    failed.push((at, failure));
+                                }
+                                Attempted::Replies(_) => unreachable!("a failure has no replies"),
+                            }
+                        }
+                    }
+                }
+            }
+            if failed.is_empty() {
+                return;
+            }
+            // The next round: the failed requests that may go again, in order.
+            failed.sort_unstable_by_key(|(at, _)| *at);
+            let mut wait = Wait::default();
+            let mut next = SmallVec::new();
+            let mut previous = std::mem::take(&mut round).into_iter().enumerate();
+            for (at, failure) in failed {
+                let Some((_, mut in_flight)) = previous.find(|(i, _)| *i == at) else {
+                    continue;
+                };
+                let state = self.state_of(&mut in_flight, started);
+                match self.decide(state, failure) {
+                    Ok(w) => {
+                        wait.merge(w);
+                        next.push(in_flight);
+                    }
+                    Err(e) => deliver(in_flight.index, Err(e)),
+                }
+            }
+            if !next.is_empty() {
+                if let Some(refresh_wait) = wait.refresh_wait {
+                    self.refresh(refresh_wait).await;
+                }
+                if let Some(until) = wait.until {
+                    // The delay runs from the failure; the refresh spent part of it.
+                    tokio::time::sleep_until(until.into()).await;
+                }
+            }
+            round = next;
+        }
+    }
+
+    /// A request's retry state, made on its first failure (its deadline
+    /// counts from `started`, when the request was made).
+    fn state_of<'a>(&self, in_flight: &'a mut InFlight, started: Instant) -> &'a mut Retrying {
+        in_flight
+            .state
+            .get_or_insert_with(|| Box::new(Retrying::from(self, started)))
+    }
+
+    /// The round's requests grouped by the node each goes to now (its
+    /// `ASK` target, or its slot's owner in the current map); a request
+    /// with no owner mapped fails at once, into `failed`.
+    fn batches(
+        &self,
+        requests: &[(Route, Packed)],
+        round: &mut [InFlight],
+        failed: &mut Vec<(usize, Failure)>,
+    ) -> SmallVec<[Batch; 1]> {
+        let snapshot = self.snapshot.load();
+        let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
+        self.counters
+            .attempts
+            .fetch_add(round.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        for (at, in_flight) in round.iter_mut().enumerate() {
+            let (route, packed) = &requests[in_flight.index];
+            let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
+            let following = asking.is_some();
+            let node = match (&asking, route) {
+                (Some(node), _) => node,
+                (None, Route::Slot(slot)) => match snapshot.owner_of_slot(*slot) {
+                    Ok(node) => node,
+                    Err(e) => {
+                        let failure = match e {
+                            RouteError::MapMidUpdate { .. } => TransportFailure::MapMidUpdate,
+                            _ => TransportFailure::NoOwnerMapped,
+                        };
+                        failed.push((
+                            at,
+                            Failure {
+                                outcome: Outcome::Transport(failure),
+                                detail: e.to_string(),
+                            },
+                        ));
+                        continue;
+                    }
+                },
+                (None, Route::Node(node)) => node,
+            };
+            let shared = batches
+                .iter_mut()
+                .find(|b| !b.dedicated && !packed.blocking && Arc::ptr_eq(&b.node, node));
+            match shared {
+                Some(batch) => batch.members.push((at, following)),
+                None => batches.push(Batch {
+                    node: node.clone(),
+                    dedicated: packed.blocking,
+                    members: smallvec::smallvec![(at, following)],
+                }),
+            }
+        }
+        batches
+    }
+
+    /// One batch in one write; each member's replies (an `ASKING`'s `+OK`
+    /// taken off).
+    async fn send_batch(
+        &self,
+        batch: &Batch,
+        requests: &[(Route, Packed)],
+        round: &[InFlight],
+    ) -> Result<SmallVec<[Replies; 1]>, ConnError> {
+        let member = |at: usize| &requests[round[at].index].1;
+        // The tightest of the members' time-outs (a blocking command, alone
+        // in its batch, may wait its whole deadline).
+        // The tightest of the members' deadlines bounds the wait (one clock
+        // read for the batch).
+        let deadline = batch
+            .members
+            .iter()
+            .filter_map(|&(at, _)| round[at].state.as_ref().and_then(|s| s.deadline))
+            .min();
+        let limit = if batch.dedicated {
+            BLOCKING_WITHOUT_DEADLINE
+        } else {
+            self.config.attempt_timeout
+        };
+        let timeout = deadline.map_or(limit, |d| {
+            d.saturating_duration_since(Instant::now()).min(limit)
+        });
+        // One request alone is sent as it is, without a copy.
+        if let [(at, false)] = batch.members[..] {
+            let packed = member(at);
+            let frames = self
+                .send_on(batch, packed.bytes.clone(), packed.replies, timeout)
+                .await?;
+            return Ok(smallvec::smallvec![frames.into_iter().collect()]);
+        }
+        let size = batch
+            .members
+            .iter()
+            .map(|&(at, _)| member(at).bytes.len() + ASKING.len())
+            .sum();
+        let mut bytes = BytesMut::with_capacity(size);
+        let mut replies = 0;
+        for &(at, asking) in &batch.members {
+            if asking {
+                bytes.extend_from_slice(ASKING);
+                replies += 1;
+            }
+            bytes.extend_from_slice(&member(at).bytes);
+            replies += member(at).replies;
+        }
+        let mut frames = self
+            .send_on(batch, bytes.freeze(), replies, timeout)
+            .await?
+            .into_iter();
+        Ok(batch
+            .members
+            .iter()
+            .map(|&(at, asking)| {
+                if asking {
+                    frames.next(); // ASKING's +OK
+                }
+                frames.by_ref().take(member(at).replies).collect()
+            })
+            .collect())
+    }
+
+    /// `bytes` on the batch's node: its shared connection, or one of its
+    /// own for a blocking command.
+    async fn send_on(
+        &self,
+        batch: &Batch,
+        bytes: Bytes,
+        replies: usize,
+        timeout: Duration,
+    ) -> Result<Vec<BytesFrame>, ConnError> {
+        if batch.dedicated {
+            // Connecting may not take the whole wait.
+            let connect = timeout.min(self.config.attempt_timeout);
+            let conn = batch.node.dedicated(connect, &self.config.conn).await?;
+            let frames = conn.request(bytes, replies, timeout).await?;
+            batch.node.give_back(conn);
+            Ok(frames)
+        } else {
+            let conn = batch.node.connection(timeout, &self.config.conn).await?;
+            conn.request(bytes, replies, timeout).await
+        }
+    }
+
+    /// What a connection failure means: churn to retry, or a fatal error.
+    pub(crate) fn conn_failure(&self, e: ConnError, node: &Node) -> Attempted {
+        let addr = node.addr.to_string();
+        match e {
+            ConnError::Protocol(why) => Attempted::Fatal(Error::Protocol {
+                node: addr,
+                detail: why,
+            }),
+            ConnError::Rejected(why) => Attempted::Fatal(Error::Server(why)),
+            ConnError::TooLarge { limit } => {
+                Attempted::Fatal(Error::ReplyTooLarge { node: addr, limit })
+            }
+            e => Attempted::Failed(Failure {
+                outcome: Outcome::Transport(e.failure()),
+                detail: format!("{addr}: {e}"),
+            }),
+        }
+    }
+
+    /// What the replies of an attempt on `node` come to.
+    pub(crate) fn judge(&self, frames: Replies, node: &Node) -> Attempted {
+        let Some(first) = frames.first() else {
+            return Attempted::Fatal(Error::Protocol {
+                node: node.addr.to_string(),
+                detail: "no reply".into(),
+            });
+        };
+        match classify(first, &node.addr) {
+            Classified::Answer => Attempted::Replies(frames),
+            Classified::Moved { slot, addr } => {
+                Counters::bump(&self.counters.moved_redirects);
+                // The hint re-points that slot now; the refresh follows.
+                self.push(slot, slot, &addr);
+                Attempted::Failed(Failure {
+                    outcome: Outcome::Status(KvStatus::Moved),
+                    detail: format!("MOVED {slot} {addr}"),
+                })
+            }
+            Classified::Ask { addr } => Attempted::Ask(
+                self.registry.node(&addr),
+                Failure {
+                    outcome: Outcome::Ask,
+                    detail: format!("ASK {addr}"),
+                },
+            ),
+            Classified::Status(status) => Attempted::Failed(Failure {
+                outcome: Outcome::Status(status),
+                detail: match first {
+                    BytesFrame::Error(message) => message.to_string(),
+                    _ => String::new(),
+                },
+            }),
+            Classified::ServerError(message) => Attempted::Fatal(Error::Server(message)),
+        }
+    }
+
+    /// After a failed attempt: refresh and wait as the retry machine says
+    /// (then `Ok`: try again), or the final, typed error.
+    pub(crate) async fn after_failure(
+        self: &Arc<Self>,
+        state: &mut Retrying,
+        failure: Failure,
+    ) -> Result<(), Error> {
+        let wait = self.decide(state, failure)?;
+        if let Some(refresh_wait) = wait.refresh_wait {
+            self.refresh(refresh_wait).await;
+        }
+        if let Some(until) = wait.until {
+            tokio::time::sleep_until(until.into()).await;
+        }
+        Ok(())
+    }
+
+    /// What the retry machine makes of a failed attempt: the wait before
+    /// the next one, or the final, typed error.
+    fn decide(&self, state: &mut Retrying, failure: Failure) -> Result<Wait, Error> {
+        let Failure { outcome, detail } = failure;
+        let failed_at = Instant::now();
+        match state.retries.record(outcome, state.remaining()) {
+            // Answers never get here; what does is an error status the
+            // loop will not retry.
+            Decision::Return | Decision::Surface => {
+                Err(final_error(outcome, state.retries.attempts(), None, detail))
+            }
+            Decision::GiveUp(stop) => Err(final_error(
+                outcome,
+                state.retries.attempts(),
+                Some(stop),
+                detail,
+            )),
+            Decision::FollowAsk => {
+                Counters::bump(&self.counters.ask_redirects);
+                Ok(Wait::default())
+            }
+            Decision::Retry { refresh_map, delay } => {
+                match outcome {
+                    Outcome::Status(status) => self.counters.retried(status),
+                    _ => Counters::bump(&self.counters.retries_after_transport_failure),
+                }
+                state.ask = None;
+                tracing::debug!(?outcome, refresh_map, ?delay, %detail, "retrying");
+                let refresh_wait = refresh_map.then(|| {
+                    state.remaining().map_or(self.config.refresh_wait, |left| {
+                        left.min(self.config.refresh_wait)
+                    })
+                });
+                let until = failed_at + delay;
+                Ok(Wait {
+                    refresh_wait,
+                    until: Some(state.deadline.map_or(until, |d| until.min(d))),
+                })
+            }
+        }
+    }
+}
+
+/// The error a caller gets when the loop stops on `outcome`.
+pub(crate) fn final_error(
+    outcome: Outcome,
+    attempts: u32,
+    stop: Option<StopReason>,
+    detail: String,
+) -> Error {
+    let stop = stop.unwrap_or(StopReason::AttemptsExhausted);
+    match outcome {
+        Outcome::Status(status) => Error::Status {
+            status,
+            attempts,
+            stop,
+        },
+        Outcome::Ask => Error::Status {
+            status: KvStatus::Migrating,
+            attempts,
+            stop,
+        },
+        Outcome::Transport(failure) => Error::Transport {
+            failure,
+            detail,
+            attempts,
+            stop,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &'static str) -> BytesFrame {
+        BytesFrame::Error(text.into())
+    }
+
+    #[test]
+    fn replies_are_classified_without_a_socket() {
+        let from = "10.0.0.1:7000";
+        assert_eq!(classify(&BytesFrame::Integer(1), from), Classified::Answer);
+        assert_eq!(classify(&BytesFrame::Null, from), Classified::Answer);
+        assert_eq!(
+            classify(&error("MOVED 3999 127.0.0.1:6381"), from),
+            Classified::Moved {
+                slot: 3999,
+                addr: "127.0.0.1:6381".into()
+            }
+        );
+        // Redis 7 with an unknown endpoint: the host of the node that answered.
+        assert_eq!(
+            classify(&error("MOVED 1 :6381"), from),
+            Classified::Moved {
+                slot: 1,
+                addr: "10.0.0.1:6381".into()
+            }
+        );
+        assert_eq!(
+            classify(&error("ASK 2 [::1]:7002"), from),
+            Classified::Ask {
+                addr: "[::1]:7002".into()
+            }
+        );
+        assert_eq!(
+            classify(
+                &error("TRYAGAIN Multiple keys request during rehashing of slot"),
+                from
+            ),
+            Classified::Status(KvStatus::Migrating)
+        );
+        assert_eq!(
+            classify(&error("CLUSTERDOWN The cluster is down"), from),
+            Classified::Status(KvStatus::Unavailable)
+        );
+        assert_eq!(
+            classify(&error("READONLY You can't write"), from),
+            Classified::Status(KvStatus::ReplicaWriteRejected)
+        );
+        assert_eq!(
+            classify(&error("WRONGTYPE Operation against a key"), from),
+            Classified::ServerError("WRONGTYPE Operation against a key".into())
+        );
+    }
+
+    #[test]
+    fn commands_are_encoded_as_resp_arrays() {
+        let packed = pack("SET", &[&[b"SET", b"k", b"v"], &[b"WAIT", b"1", b"100"]]);
+        assert_eq!(
+            &packed.bytes[..],
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n"
+        );
+        assert_eq!(packed.replies, 2);
+    }
+
+    #[test]
+    fn final_errors_keep_the_last_outcome() {
+        let e = final_error(Outcome::Status(KvStatus::Moved), 1, None, String::new());
+        assert_eq!(
+            e,
+            Error::Status {
+                status: KvStatus::Moved,
+                attempts: 1,
+                stop: StopReason::AttemptsExhausted
+            }
+        );
+        assert_eq!(e.status(), Some(KvStatus::Moved));
+        let e = final_error(
+            Outcome::Transport(TransportFailure::ConnectionRefused),
+            3,
+            Some(StopReason::DeadlineReached),
+            "x:1: refused".into(),
+        );
+        assert!(e.to_string().contains("request deadline reached"), "{e}");
+    }
+}

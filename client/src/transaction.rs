@@ -1,0 +1,447 @@
+//! One-slot transactions: `MULTI ... EXEC` on the node that owns the slot,
+//! refused before sending when the keys span slots.
+//!
+//! A redirect before `EXEC` applies anything (a queued command answered
+//! `MOVED`, `ASK` or `TRYAGAIN`, so `EXEC` answered `EXECABORT`) retries the
+//! whole block on the new owner, under the retry loop's bounds. Nothing is
+//! ever applied twice: once `EXEC` may have reached the node, a lost reply
+//! is [`Error::TransactionUnknown`], never a second send.
+//!
+//! [`Client::watch`] adds optimistic locking: `WATCH` on a connection of
+//! its own, reads, then the transaction; a key changed meanwhile runs the
+//! whole thing again.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use redis_protocol::resp2::types::BytesFrame;
+use zaris_core::{command_target, KvStatus, Outcome, Target};
+
+use crate::client::Inner;
+use crate::conn::{encode, ConnError, Connection};
+use crate::request::{classify, Classified, Failure, Retrying};
+use crate::stats::Counters;
+use crate::value::from_frame;
+use crate::{Client, Error, Value};
+
+/// Commands to run atomically on one slot's owner (see
+/// [`Client::transaction`]).
+///
+/// ```no_run
+/// # async fn demo(client: zaris_client::Client) -> Result<(), zaris_client::Error> {
+/// let mut tx = client.transaction();
+/// tx.cmd(&["INCR", "{user1}:visits"]).cmd(&["SADD", "{user1}:days", "monday"]);
+/// let replies = tx.exec().await?; // one value per command
+/// # Ok(()) }
+/// ```
+pub struct Transaction {
+    inner: Arc<Inner>,
+    commands: Vec<Vec<Vec<u8>>>,
+}
+
+impl Client {
+    /// An empty transaction: commands whose keys share one slot, run
+    /// between `MULTI` and `EXEC` on its owner.
+    #[must_use]
+    pub fn transaction(&self) -> Transaction {
+        Transaction {
+            inner: self.inner.clone(),
+            commands: Vec::new(),
+        }
+    }
+
+    /// Optimistic locking: `WATCH`es `keys` (one slot) on a connection of
+    /// its own, lets `body` read through the [`Watched`] handle and queue
+    /// the commands to apply, then runs them in `MULTI ... EXEC`. When a
+    /// watched key changed meanwhile (`EXEC` answers nil), everything runs
+    /// again, until the request deadline.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: zaris_client::Client) -> Result<(), zaris_client::Error> {
+    /// let replies = client
+    ///     .watch(&["{c}:n"], |mut w| async move {
+    ///         let n = w.cmd(&["GET", "{c}:n"]).await?.as_int().unwrap_or(0);
+    ///         w.queue(&["SET", "{c}:n", &(n + 1).to_string()]);
+    ///         Ok(w)
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::CrossSlot`] for keys (watched or queued) in different slots;
+    /// [`Error::Conflict`] when the watched keys kept changing until the
+    /// deadline; `body`'s error; as [`Transaction::exec`] otherwise.
+    pub async fn watch<K, F, Fut>(&self, keys: &[K], mut body: F) -> Result<Vec<Value>, Error>
+    where
+        K: AsRef<[u8]>,
+        F: FnMut(Watched) -> Fut,
+        Fut: Future<Output = Result<Watched, Error>>,
+    {
+        let inner = &self.inner;
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        let mut watch: Vec<&[u8]> = vec![b"WATCH"];
+        watch.extend(&keys);
+        let slot = match command_target(&watch) {
+            Ok(Target::Slot(slot)) => slot,
+            Err(zaris_core::CommandError::CrossSlot { first, second }) => {
+                return Err(Error::CrossSlot { first, second })
+            }
+            Ok(_) | Err(_) => {
+                return Err(Error::Command {
+                    command: "watch".into(),
+                    error: zaris_core::CommandError::InvalidArguments,
+                })
+            }
+        };
+        let started = Instant::now();
+        let mut state = Retrying::new(inner);
+        loop {
+            let timeout = state.attempt_timeout(inner.config.attempt_timeout);
+            let node = match inner.snapshot.load().owner_of_slot(slot) {
+                Ok(node) => node.clone(),
+                Err(e) => {
+                    let failure = Failure {
+                        outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
+                        detail: e.to_string(),
+                    };
+                    inner.after_failure(&mut state, failure).await?;
+                    continue;
+                }
+            };
+            Counters::bump(&inner.counters.attempts);
+            // A connection of its own: the watch is the connection's state.
+            let conn = match node.dedicated(timeout, &inner.config.conn).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    let failure = Failure {
+                        outcome: Outcome::Transport(e.failure()),
+                        detail: format!("{}: {e}", node.addr),
+                    };
+                    inner.after_failure(&mut state, failure).await?;
+                    continue;
+                }
+            };
+            let watched = conn.request(encode(&[&watch]), 1, timeout).await;
+            match watched
+                .as_deref()
+                .map(|f| f.first().map(|f| classify(f, &node.addr)))
+            {
+                Ok(Some(Classified::Answer)) => {}
+                Ok(Some(routing)) => {
+                    inner
+                        .after_failure(&mut state, routing_failure(inner, routing)?)
+                        .await?;
+                    continue;
+                }
+                Ok(None) | Err(_) => {
+                    inner
+                        .after_failure(
+                            &mut state,
+                            Failure {
+                                outcome: Outcome::Transport(
+                                    zaris_core::TransportFailure::ConnectionReset,
+                                ),
+                                detail: format!("{}: WATCH got no answer", node.addr),
+                            },
+                        )
+                        .await?;
+                    continue;
+                }
+            }
+            let handle = Watched {
+                conn: conn.clone(),
+                addr: node.addr.to_string(),
+                timeout,
+                slot,
+                queued: Vec::new(),
+            };
+            let handle = body(handle).await?;
+            let commands: Vec<Vec<&[u8]>> = handle
+                .queued
+                .iter()
+                .map(|c| c.iter().map(Vec::as_slice).collect())
+                .collect();
+            transaction_slot(&commands, Some(slot))?;
+            let ran = run_block(inner, &conn, &node.addr, &commands, timeout).await;
+            if matches!(ran, Ran::Applied(_) | Ran::WatchedChanged) {
+                // EXEC ended the watch: the connection is clean again.
+                node.give_back(conn);
+            }
+            match ran {
+                Ran::Applied(values) => return Ok(values),
+                Ran::WatchedChanged => {
+                    // Someone else wrote first: read again and retry. Bounded
+                    // by the deadline only; conflicts are not churn.
+                    Counters::bump(&inner.counters.watch_conflicts);
+                    if state.deadline_passed() {
+                        tracing::debug!(elapsed = ?started.elapsed(), "watched keys kept changing");
+                        return Err(Error::Conflict {
+                            current_version: None,
+                        });
+                    }
+                }
+                Ran::NotApplied(failure) => inner.after_failure(&mut state, failure).await?,
+                Ran::Fatal(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// A `WATCH` in force, on a connection of its own: read through it, and
+/// queue what the transaction applies (see [`Client::watch`]).
+pub struct Watched {
+    conn: Arc<Connection>,
+    addr: String,
+    timeout: std::time::Duration,
+    slot: u16,
+    queued: Vec<Vec<Vec<u8>>>,
+}
+
+impl Watched {
+    /// Runs a command now on the watched connection (a read of the watched
+    /// keys, typically); its keys must be in the watched slot.
+    ///
+    /// # Errors
+    /// [`Error::CrossSlot`] for a key of another slot; the server's error;
+    /// a routing status (the slot moved: the watch is lost) or a transport
+    /// failure, as it came.
+    pub async fn cmd<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
+        let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
+        transaction_slot(std::slice::from_ref(&args), Some(self.slot))?;
+        let frames = self
+            .conn
+            .request(encode(&[&args]), 1, self.timeout)
+            .await
+            .map_err(|e| Error::Transport {
+                failure: e.failure(),
+                detail: format!("{}: {e}", self.addr),
+                attempts: 1,
+                stop: zaris_core::StopReason::AttemptsExhausted,
+            })?;
+        let first = frames.into_iter().next().unwrap_or(BytesFrame::Null);
+        match classify(&first, &self.addr) {
+            Classified::Answer => Ok(from_frame(first)),
+            Classified::ServerError(message) => Err(Error::Server(message)),
+            _ => Err(Error::Status {
+                status: KvStatus::Moved,
+                attempts: 1,
+                stop: zaris_core::StopReason::AttemptsExhausted,
+            }),
+        }
+    }
+
+    /// Queues a command for the transaction.
+    pub fn queue<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
+        self.queued
+            .push(args.iter().map(|a| a.as_ref().to_vec()).collect());
+        self
+    }
+}
+
+impl Transaction {
+    /// Adds a command.
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
+        self.commands
+            .push(args.iter().map(|a| a.as_ref().to_vec()).collect());
+        self
+    }
+
+    /// Runs the commands between `MULTI` and `EXEC` on the owner of their
+    /// slot, as one write on its connection: one value per command. The
+    /// transaction is emptied.
+    ///
+    /// # Errors
+    /// [`Error::CrossSlot`] before anything is sent; [`Error::Server`] for a
+    /// command the server refused (nothing applied) or failed (`EXEC` ran
+    /// the others: their values are lost with it, so prefer checking
+    /// types first); [`Error::TransactionUnknown`] when `EXEC` may have been
+    /// applied but its reply was lost; the last routing status once the
+    /// retries stop.
+    pub async fn exec(&mut self) -> Result<Vec<Value>, Error> {
+        let commands = std::mem::take(&mut self.commands);
+        let inner = &self.inner;
+        let refs: Vec<Vec<&[u8]>> = commands
+            .iter()
+            .map(|c| c.iter().map(Vec::as_slice).collect())
+            .collect();
+        let slot = transaction_slot(&refs, None)?.unwrap_or(0);
+        let mut state = Retrying::new(inner);
+        loop {
+            let timeout = state.attempt_timeout(inner.config.attempt_timeout);
+            let node = match inner.snapshot.load().owner_of_slot(slot) {
+                Ok(node) => node.clone(),
+                Err(e) => {
+                    let failure = Failure {
+                        outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
+                        detail: e.to_string(),
+                    };
+                    inner.after_failure(&mut state, failure).await?;
+                    continue;
+                }
+            };
+            Counters::bump(&inner.counters.attempts);
+            let conn = match node.connection(timeout, &inner.config.conn).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Not connected: nothing was sent.
+                    let failure = Failure {
+                        outcome: Outcome::Transport(e.failure()),
+                        detail: format!("{}: {e}", node.addr),
+                    };
+                    inner.after_failure(&mut state, failure).await?;
+                    continue;
+                }
+            };
+            match run_block(inner, &conn, &node.addr, &refs, timeout).await {
+                Ran::Applied(values) => return Ok(values),
+                Ran::NotApplied(failure) => inner.after_failure(&mut state, failure).await?,
+                Ran::WatchedChanged => {
+                    // No WATCH here: a nil EXEC means the node discarded it.
+                    return Err(Error::Server("EXEC answered nil".into()));
+                }
+                Ran::Fatal(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The slot every command's keys share (`expected` when given), `None`
+/// when none has keys.
+fn transaction_slot(commands: &[Vec<&[u8]>], expected: Option<u16>) -> Result<Option<u16>, Error> {
+    let mut slot = expected;
+    for args in commands {
+        match command_target(args) {
+            Ok(Target::Slot(s)) => match slot {
+                Some(first) if first != s => return Err(Error::CrossSlot { first, second: s }),
+                _ => slot = Some(s),
+            },
+            Ok(_) => {}
+            Err(zaris_core::CommandError::CrossSlot { first, second }) => {
+                return Err(Error::CrossSlot { first, second })
+            }
+            Err(error) => {
+                return Err(Error::Command {
+                    command: args
+                        .first()
+                        .map(|n| String::from_utf8_lossy(n).into_owned())
+                        .unwrap_or_default(),
+                    error,
+                })
+            }
+        }
+    }
+    Ok(slot)
+}
+
+/// What one `MULTI ... EXEC` came to.
+enum Ran {
+    Applied(Vec<Value>),
+    /// `EXEC` answered nil: a watched key changed.
+    WatchedChanged,
+    /// Nothing was applied; retry the whole block.
+    NotApplied(Failure),
+    Fatal(Error),
+}
+
+/// Sends `MULTI`, the commands and `EXEC` as one write on `conn`.
+async fn run_block(
+    inner: &Inner,
+    conn: &Connection,
+    addr: &str,
+    commands: &[Vec<&[u8]>],
+    timeout: std::time::Duration,
+) -> Ran {
+    let mut block: Vec<&[&[u8]]> = vec![&[b"MULTI"]];
+    block.extend(commands.iter().map(Vec::as_slice));
+    block.push(&[b"EXEC"]);
+    let frames = match conn.request(encode(&block), block.len(), timeout).await {
+        Ok(frames) => frames,
+        // The write may not have left: a closed connection before sending
+        // surfaces as refused; anything else is ambiguous.
+        Err(ConnError::Refused(why)) => {
+            return Ran::NotApplied(Failure {
+                outcome: Outcome::Transport(zaris_core::TransportFailure::ConnectionRefused),
+                detail: format!("{addr}: {why}"),
+            })
+        }
+        Err(e) => {
+            return Ran::Fatal(Error::TransactionUnknown {
+                detail: format!("{addr}: {e}"),
+            })
+        }
+    };
+    let Some(exec) = frames.last() else {
+        return Ran::Fatal(Error::Protocol {
+            node: addr.to_owned(),
+            detail: "no EXEC reply".into(),
+        });
+    };
+    match exec {
+        BytesFrame::Array(values) => Ran::Applied(values.iter().cloned().map(from_frame).collect()),
+        BytesFrame::Null => Ran::WatchedChanged,
+        BytesFrame::Error(_) => {
+            // EXECABORT: a queued command was refused; the first refusal
+            // says why (a redirect: nothing applied, the block goes again).
+            let refused = frames[..frames.len() - 1]
+                .iter()
+                .find(|f| matches!(f, BytesFrame::Error(_)))
+                .unwrap_or(exec);
+            match classify(refused, addr) {
+                Classified::Moved { slot, addr: to } => {
+                    // As for any request: the hint re-points the slot now.
+                    Counters::bump(&inner.counters.moved_redirects);
+                    inner.push(slot, slot, &to);
+                    Ran::NotApplied(Failure {
+                        outcome: Outcome::Status(KvStatus::Moved),
+                        detail: format!("MOVED {slot} {to}"),
+                    })
+                }
+                // Inside MULTI an ASK cannot be followed (ASKING is queued
+                // like the rest): wait for the migration as for TRYAGAIN.
+                Classified::Ask { addr: to } => Ran::NotApplied(Failure {
+                    outcome: Outcome::Status(KvStatus::Migrating),
+                    detail: format!("ASK {to}"),
+                }),
+                Classified::Status(status) => Ran::NotApplied(Failure {
+                    outcome: Outcome::Status(status),
+                    detail: format!("{refused:?}"),
+                }),
+                Classified::ServerError(message) => Ran::Fatal(Error::Server(message)),
+                Classified::Answer => Ran::Fatal(Error::Protocol {
+                    node: addr.to_owned(),
+                    detail: "EXEC failed without a reason".into(),
+                }),
+            }
+        }
+        other => Ran::Fatal(Error::Protocol {
+            node: addr.to_owned(),
+            detail: format!("EXEC answered {other:?}"),
+        }),
+    }
+}
+
+/// A routing reply to `WATCH` as a failure for the retry loop (a `MOVED`
+/// re-points its slot at once).
+fn routing_failure(inner: &Inner, routing: Classified) -> Result<Failure, Error> {
+    Ok(match routing {
+        Classified::Moved { slot, addr } => {
+            inner.push(slot, slot, &addr);
+            Failure {
+                outcome: Outcome::Status(KvStatus::Moved),
+                detail: format!("MOVED {slot} {addr}"),
+            }
+        }
+        Classified::Ask { addr } => Failure {
+            outcome: Outcome::Status(KvStatus::Migrating),
+            detail: format!("ASK {addr}"),
+        },
+        Classified::Status(status) => Failure {
+            outcome: Outcome::Status(status),
+            detail: status.name().to_owned(),
+        },
+        Classified::ServerError(message) => return Err(Error::Server(message)),
+        Classified::Answer => unreachable!("only routing replies get here"),
+    })
+}
