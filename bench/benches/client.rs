@@ -16,8 +16,12 @@
 //!    the kill; a client whose writes are not back by then is reported so,
 //!    and the run goes on.
 //!
-//! `just bench-client` (`just bench-client --quick`: 1 s runs). Not a test:
-//! the numbers depend on the machine, and are printed.
+//! In phases 1 and 2 the clients take turns (three rounds of 2 s each), so
+//! a noisy neighbour hurts them alike, and each figure is the median of a
+//! client's rounds.
+//!
+//! `just bench-client` (`just bench-client --quick`: one 1 s turn each).
+//! Not a test: the numbers depend on the machine, and are printed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -530,8 +534,10 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
     100.0 * cpu.as_secs_f64() / (elapsed.as_secs_f64() * cores as f64)
 }
 
-/// `--quick`: 1 s runs; `--seconds N`; `--only NAME`: one client;
-/// `--tasks N`: one concurrency; `--no-single`, `--no-pipeline`,
+/// `--quick`: one 1 s run per client; `--seconds N`, `--rounds N` (turns
+/// each client takes); `--only NAME`: one client;
+/// `--tasks N`: one concurrency; `--batch N`, `--in-flight N`: one
+/// pipeline shape; `--no-single`, `--no-pipeline`,
 /// `--no-failover`: skip a phase.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -545,9 +551,14 @@ fn main() {
     let length = match flag("--seconds") {
         Some(s) => Duration::from_secs(s.parse().expect("--seconds takes a number")),
         None if has("--quick") => Duration::from_secs(1),
-        None => Duration::from_secs(4),
+        None => Duration::from_secs(2),
     };
     let only = flag("--only");
+    let rounds: usize = match flag("--rounds") {
+        Some(n) => n.parse().expect("--rounds takes a number"),
+        None if has("--quick") => 1,
+        None => 3,
+    };
     let task_counts: Vec<usize> = match flag("--tasks") {
         Some(n) => vec![n.parse().expect("--tasks takes a number")],
         None => vec![1, 16, 256],
@@ -579,37 +590,48 @@ fn main() {
 
     if !has("--no-single") {
         println!(
-            "==> [1/3] single commands: GET/SET 50/50 over {KEYS} keys, {} s per run",
+            "==> [1/3] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
-            "{:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7}",
-            "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "errors"
+            "{:>6} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
+            "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "user", "system", "errors"
         );
         for &tasks in &task_counts {
-            let mut results = Vec::new();
-            for driver in &drivers {
-                rt.block_on(load(driver, tasks, Duration::from_millis(300))); // warm-up
-                let (result, cpu) =
-                    measure_cpu(&cluster, || rt.block_on(load(driver, tasks, length)));
-                println!(
-                    "{tasks:>6} {:>9} {:>12.0} {:>12} {:>12} {:>12.1} {:>7}",
-                    driver.name(),
-                    result.ops_per_sec(),
-                    ms(result.p50),
-                    ms(result.p99),
-                    cpu_per_op(&cpu, &result),
-                    result.errors
-                );
-                results.push((driver.name(), result, cpu));
+            let mut runs: Vec<Vec<(Load, Cpu)>> = drivers.iter().map(|_| Vec::new()).collect();
+            for _ in 0..rounds {
+                for (driver, runs) in drivers.iter().zip(&mut runs) {
+                    rt.block_on(load(driver, tasks, Duration::from_millis(200))); // warm-up
+                    runs.push(measure_cpu(&cluster, || {
+                        rt.block_on(load(driver, tasks, length))
+                    }));
+                }
             }
-            ratios(tasks.to_string().as_str(), &results);
+            let summaries: Vec<Summary> = drivers
+                .iter()
+                .zip(&runs)
+                .map(|(driver, runs)| Summary::of(driver.name(), runs, cores))
+                .collect();
+            for s in &summaries {
+                println!(
+                    "{tasks:>6} {:>9} {:>10.0} {:>10} {:>10} {:>10.2} {:>9.2} {:>9.2} {:>6}",
+                    s.name,
+                    s.ops_per_sec,
+                    ms(s.p50),
+                    ms(s.p99),
+                    s.cpu,
+                    s.user,
+                    s.system,
+                    s.errors
+                );
+            }
+            ratios(&tasks.to_string(), &summaries);
         }
     }
 
     if !has("--no-pipeline") {
         println!(
-            "==> [2/3] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys, {} s per run",
+            "==> [2/3] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -625,35 +647,56 @@ fn main() {
             "servers",
             "errors"
         );
-        for size in [100, 1000] {
-            for in_flight in [1, 4] {
+        // redis-rs runs its sync ClusterPipeline on threads of its own.
+        let pipeliners: Vec<(&str, Option<&Driver>)> = names
+            .iter()
+            .filter_map(|&name| match drivers.iter().find(|d| d.name() == name) {
+                _ if name == "redis-rs" => Some((name, None)),
+                Some(driver) => Some((name, Some(driver))),
+                None => None,
+            })
+            .collect();
+        let sizes: Vec<usize> = match flag("--batch") {
+            Some(n) => vec![n.parse().expect("--batch takes a number")],
+            None => vec![100, 1000],
+        };
+        let in_flights: Vec<usize> = match flag("--in-flight") {
+            Some(n) => vec![n.parse().expect("--in-flight takes a number")],
+            None => vec![1, 4],
+        };
+        for &size in &sizes {
+            for &in_flight in &in_flights {
                 let prepared = prepare(size, in_flight);
-                let mut results = Vec::new();
-                for &name in &names {
-                    let driver = drivers
-                        .iter()
-                        .find(|d| d.name() == name && name != "redis-rs");
-                    if name != "redis-rs" && driver.is_none() {
-                        continue;
+                let mut runs: Vec<Vec<(Load, Cpu)>> =
+                    pipeliners.iter().map(|_| Vec::new()).collect();
+                for _ in 0..rounds {
+                    for (&(name, driver), runs) in pipeliners.iter().zip(&mut runs) {
+                        let warm_up = Duration::from_millis(200);
+                        pipelines(name, driver, &seeds, &rt, &prepared, warm_up);
+                        runs.push(measure_cpu(&cluster, || {
+                            pipelines(name, driver, &seeds, &rt, &prepared, length)
+                        }));
                     }
-                    let warm_up = Duration::from_millis(300);
-                    pipelines(name, driver, &seeds, &rt, &prepared, warm_up);
-                    let (result, cpu) = measure_cpu(&cluster, || {
-                        pipelines(name, driver, &seeds, &rt, &prepared, length)
-                    });
-                    println!(
-                        "{size:>6} {in_flight:>9} {name:>9} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
-                        result.ops_per_sec(),
-                        cpu_per_op(&cpu, &result),
-                        per_op(cpu.user, &result),
-                        per_op(cpu.system, &result),
-                        share(cpu.client(), result.elapsed, cores),
-                        share(cpu.servers, result.elapsed, cores),
-                        result.errors
-                    );
-                    results.push((name, result, cpu));
                 }
-                ratios(&format!("{size}x{in_flight}"), &results);
+                let summaries: Vec<Summary> = pipeliners
+                    .iter()
+                    .zip(&runs)
+                    .map(|(&(name, _), runs)| Summary::of(name, runs, cores))
+                    .collect();
+                for s in &summaries {
+                    println!(
+                        "{size:>6} {in_flight:>9} {:>9} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
+                        s.name,
+                        s.ops_per_sec,
+                        s.cpu,
+                        s.user,
+                        s.system,
+                        s.client_share,
+                        s.servers_share,
+                        s.errors
+                    );
+                }
+                ratios(&format!("{size}x{in_flight}"), &summaries);
             }
         }
         println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
@@ -689,21 +732,63 @@ fn main() {
     }
 }
 
-/// Zaris against the best peer of one run: throughput, and client CPU per
-/// operation.
-fn ratios(label: &str, results: &[(&str, Load, Cpu)]) {
-    let Some((_, zaris, zaris_cpu)) = results.iter().find(|(n, ..)| *n == "zaris") else {
+/// One client's figures over its runs: the median of each.
+struct Summary {
+    name: &'static str,
+    ops_per_sec: f64,
+    p50: Duration,
+    p99: Duration,
+    /// Client CPU per operation, µs: all, in user space, in the kernel.
+    cpu: f64,
+    user: f64,
+    system: f64,
+    /// Shares of the machine's cores, %.
+    client_share: f64,
+    servers_share: f64,
+    errors: usize,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+impl Summary {
+    fn of(name: &'static str, runs: &[(Load, Cpu)], cores: usize) -> Summary {
+        let of =
+            |f: &dyn Fn(&Load, &Cpu) -> f64| median(runs.iter().map(|(l, c)| f(l, c)).collect());
+        Summary {
+            name,
+            ops_per_sec: of(&|l, _| l.ops_per_sec()),
+            p50: Duration::from_secs_f64(of(&|l, _| l.p50.as_secs_f64())),
+            p99: Duration::from_secs_f64(of(&|l, _| l.p99.as_secs_f64())),
+            cpu: of(&|l, c| cpu_per_op(c, l)),
+            user: of(&|l, c| per_op(c.user, l)),
+            system: of(&|l, c| per_op(c.system, l)),
+            client_share: of(&|l, c| share(c.client(), l.elapsed, cores)),
+            servers_share: of(&|l, c| share(c.servers, l.elapsed, cores)),
+            errors: runs.iter().map(|(l, _)| l.errors).sum(),
+        }
+    }
+}
+
+/// Zaris against the best peer (by throughput): throughput, and client
+/// CPU per operation.
+fn ratios(label: &str, results: &[Summary]) {
+    let Some(zaris) = results.iter().find(|s| s.name == "zaris") else {
         return;
     };
-    let peers = results.iter().filter(|(n, ..)| *n != "zaris");
-    let Some((best, load, cpu)) =
-        peers.max_by(|a, b| a.1.ops_per_sec().total_cmp(&b.1.ops_per_sec()))
+    let Some(best) = results
+        .iter()
+        .filter(|s| s.name != "zaris")
+        .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec))
     else {
         return;
     };
     println!(
-        "{label:>6}  zaris / best peer ({best}): throughput {:.2}x, client CPU per op {:.2}x",
-        zaris.ops_per_sec() / load.ops_per_sec(),
-        cpu_per_op(zaris_cpu, zaris) / cpu_per_op(cpu, load),
+        "{label:>6}  zaris / best peer ({}): throughput {:.2}x, client CPU per op {:.2}x",
+        best.name,
+        zaris.ops_per_sec / best.ops_per_sec,
+        zaris.cpu / best.cpu,
     );
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{
     command_has_keys, command_info, command_keys, command_route, slot_for_key, CommandError,
     CommandInfo, Reply, Target, SLOT_COUNT,
@@ -16,7 +17,7 @@ use zaris_core::{
 
 use crate::client::Inner;
 use crate::conn::encode_into;
-use crate::request::{Packed, Replies, Route};
+use crate::request::{take_frame, Packed, Route};
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
 
@@ -357,7 +358,7 @@ impl Inner {
             .map(|p| (p.route.clone(), p.packed.clone()))
             .collect();
         let mut answers: Vec<Option<Result<Value, Error>>> = parts.iter().map(|_| None).collect();
-        self.execute_all(&requests, |i, replies| {
+        self.execute_all(&requests[..], |i, replies| {
             answers[i] = Some(replies.and_then(|r| self.answer(parts[i].write, r)));
         })
         .await;
@@ -369,11 +370,13 @@ impl Inner {
 
     /// A request's replies as its answer (for a write with durable writes,
     /// the `WAIT` must count enough replicas).
-    pub(crate) fn answer(&self, write: bool, replies: Replies) -> Result<Value, Error> {
+    pub(crate) fn answer(&self, write: bool, replies: &mut [BytesFrame]) -> Result<Value, Error> {
         if write {
-            self.check_durable(&replies)?;
+            self.check_durable(replies)?;
         }
-        Ok(replies.into_iter().next().map_or(Value::Nil, from_frame))
+        Ok(replies
+            .first_mut()
+            .map_or(Value::Nil, |first| from_frame(take_frame(first))))
     }
 
     pub(crate) async fn cmd(self: &Arc<Self>, args: &[&[u8]]) -> Result<Value, Error> {

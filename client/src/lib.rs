@@ -46,6 +46,7 @@ mod map;
 mod pipeline;
 mod refresh;
 mod request;
+mod resp;
 mod stats;
 mod transaction;
 mod value;

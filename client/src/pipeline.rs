@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tracing::Instrument;
 
 use crate::client::Inner;
-use crate::command::{join, Plan, Planned};
-use crate::request::{Packed, Route};
+use crate::command::{join, Join, Plan};
+use crate::map::Node;
+use crate::request::{Requests, Route, To};
 use crate::{Client, Error, Value};
 
 /// Commands collected to run together (see [`Client::pipeline`]).
@@ -26,23 +27,42 @@ use crate::{Client, Error, Value};
 /// ```
 pub struct Pipeline {
     inner: Arc<Inner>,
-    /// The single-request commands, encoded back to back as they come.
+    /// Every request, encoded back to back as the commands come.
     bytes: BytesMut,
-    entries: Vec<Entry>,
+    /// Every request, in order: where its bytes end, where it goes.
+    requests: Vec<Request>,
+    /// The nodes of requests for a given node (a command for every master).
+    nodes: Vec<Arc<Node>>,
+    commands: Vec<Command>,
+}
+
+/// One request of a pipeline.
+#[derive(Clone, Copy)]
+struct Request {
+    /// Its bytes end here in the pipeline's buffer (and start where the
+    /// previous request's end).
+    end: usize,
+    to: Target,
+    replies: u8,
+    write: bool,
+    blocking: bool,
+}
+
+/// Where a pipeline's request goes.
+#[derive(Clone, Copy)]
+enum Target {
+    Slot(u16),
+    /// `nodes[i]`.
+    Node(usize),
 }
 
 /// A command added to a pipeline.
-enum Entry {
-    /// One request: its bytes end at `end` in the pipeline's buffer.
-    One {
-        end: usize,
-        slot: u16,
-        replies: usize,
-        write: bool,
-        blocking: bool,
-    },
-    /// Several requests (a split `MGET`, a command for every master).
-    Many(Planned),
+enum Command {
+    /// One request.
+    One,
+    /// Several requests (a split `MGET`, a command for every master), and
+    /// how their answers join.
+    Many { parts: usize, join: Join },
     /// Refused before sending.
     Refused(Error),
 }
@@ -55,7 +75,9 @@ impl Client {
         Pipeline {
             inner: self.inner.clone(),
             bytes: BytesMut::new(),
-            entries: Vec::new(),
+            requests: Vec::new(),
+            nodes: Vec::new(),
+            commands: Vec::new(),
         }
     }
 }
@@ -66,38 +88,61 @@ impl Pipeline {
     /// its error in its place in [`Pipeline::run`]'s results.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
         let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
-        let entry = match self.inner.plan(&args) {
+        let command = match self.inner.plan(&args) {
             Ok((Plan::Slot(slot), info)) => {
                 let (replies, write, blocking) =
                     self.inner.encode_command(&mut self.bytes, &args, info);
-                Entry::One {
+                self.requests.push(Request {
                     end: self.bytes.len(),
-                    slot,
-                    replies,
+                    to: Target::Slot(slot),
+                    replies: replies as u8,
                     write,
                     blocking,
-                }
+                });
+                Command::One
             }
             Ok((plan, info)) => match self.inner.planned_as(plan, info, &args) {
-                Ok(planned) => Entry::Many(planned),
-                Err(e) => Entry::Refused(e),
+                Ok(planned) => {
+                    for part in &planned.parts {
+                        self.bytes.extend_from_slice(&part.packed.bytes);
+                        let to = match &part.route {
+                            Route::Slot(slot) => Target::Slot(*slot),
+                            Route::Node(node) => {
+                                self.nodes.push(node.clone());
+                                Target::Node(self.nodes.len() - 1)
+                            }
+                        };
+                        self.requests.push(Request {
+                            end: self.bytes.len(),
+                            to,
+                            replies: part.packed.replies as u8,
+                            write: part.write,
+                            blocking: part.packed.blocking,
+                        });
+                    }
+                    Command::Many {
+                        parts: planned.parts.len(),
+                        join: planned.join,
+                    }
+                }
+                Err(e) => Command::Refused(e),
             },
-            Err(e) => Entry::Refused(e),
+            Err(e) => Command::Refused(e),
         };
-        self.entries.push(entry);
+        self.commands.push(command);
         self
     }
 
     /// How many commands wait.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.commands.len()
     }
 
     /// Whether none wait.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.commands.is_empty()
     }
 
     /// Sends every command (the pipeline is emptied) and returns one result
@@ -118,64 +163,78 @@ impl Pipeline {
     /// (cross-slot, unknown, the server's error, the last status once its
     /// retries stop) is its own result.
     pub async fn run(&mut self) -> Result<Vec<Result<Value, Error>>, Error> {
-        let entries = std::mem::take(&mut self.entries);
-        let bytes = std::mem::take(&mut self.bytes).freeze();
+        let batch = Batch {
+            bytes: std::mem::take(&mut self.bytes).freeze(),
+            requests: std::mem::take(&mut self.requests),
+            nodes: std::mem::take(&mut self.nodes),
+        };
+        let commands = std::mem::take(&mut self.commands);
         let inner = &self.inner;
-        let mut requests: Vec<(Route, Packed)> = Vec::with_capacity(entries.len());
-        // For each request, whether it writes (its `WAIT` to check).
-        let mut writes: Vec<bool> = Vec::with_capacity(entries.len());
-        let mut start = 0;
-        for entry in &entries {
-            match entry {
-                &Entry::One {
-                    end,
-                    slot,
-                    replies,
-                    write,
-                    blocking,
-                } => {
-                    let packed = Packed {
-                        name: "COMMAND",
-                        bytes: bytes.slice(start..end),
-                        replies,
-                        blocking,
-                    };
-                    requests.push((Route::Slot(slot), packed));
-                    writes.push(write);
-                    start = end;
-                }
-                Entry::Many(planned) => {
-                    for part in &planned.parts {
-                        requests.push((part.route.clone(), part.packed.clone()));
-                        writes.push(part.write);
-                    }
-                }
-                Entry::Refused(_) => {}
-            }
-        }
-        let span = tracing::debug_span!("zaris.pipeline", commands = entries.len());
-        let mut answers: Vec<Option<Result<Value, Error>>> =
-            requests.iter().map(|_| None).collect();
+        let span = tracing::debug_span!("zaris.pipeline", commands = commands.len());
+        // One answer per request, in place.
+        let mut answers: Vec<Result<Value, Error>> =
+            batch.requests.iter().map(|_| Ok(Value::Nil)).collect();
         inner
-            .execute_all(&requests, |i, replies| {
-                answers[i] = Some(replies.and_then(|r| inner.answer(writes[i], r)));
+            .execute_all(&batch, |i, replies| {
+                answers[i] = replies.and_then(|r| inner.answer(batch.requests[i].write, r));
             })
             .instrument(span)
             .await;
-        let mut answers = answers
+        if commands.iter().all(|c| matches!(c, Command::One)) {
+            return Ok(answers);
+        }
+        let mut answers = answers.into_iter();
+        Ok(commands
             .into_iter()
-            .map(|a| a.unwrap_or_else(|| unreachable!("every request ends with a result")));
-        let mut next = || answers.next().unwrap_or_else(|| unreachable!("in step"));
-        Ok(entries
-            .into_iter()
-            .map(|entry| match entry {
-                Entry::One { .. } => next(),
-                Entry::Many(planned) => {
-                    let answers = planned.parts.iter().map(|_| next()).collect();
-                    join(&planned.join, answers)
+            .map(|command| match command {
+                Command::One => answers.next().unwrap_or(Ok(Value::Nil)),
+                Command::Many { parts, join: how } => {
+                    join(&how, answers.by_ref().take(parts).collect())
                 }
-                Entry::Refused(e) => Err(e),
+                Command::Refused(e) => Err(e),
             })
             .collect())
+    }
+}
+
+/// A pipeline's requests, as [`Inner::execute_all`] takes them.
+struct Batch {
+    bytes: Bytes,
+    requests: Vec<Request>,
+    nodes: Vec<Arc<Node>>,
+}
+
+impl Batch {
+    fn start(&self, i: usize) -> usize {
+        i.checked_sub(1).map_or(0, |p| self.requests[p].end)
+    }
+}
+
+impl Requests for Batch {
+    fn count(&self) -> usize {
+        self.requests.len()
+    }
+
+    fn to(&self, i: usize) -> To<'_> {
+        match self.requests[i].to {
+            Target::Slot(slot) => To::Slot(slot),
+            Target::Node(n) => To::Node(&self.nodes[n]),
+        }
+    }
+
+    fn bytes(&self, i: usize) -> &[u8] {
+        &self.bytes[self.start(i)..self.requests[i].end]
+    }
+
+    fn shared(&self, i: usize) -> Bytes {
+        self.bytes.slice(self.start(i)..self.requests[i].end)
+    }
+
+    fn replies(&self, i: usize) -> usize {
+        usize::from(self.requests[i].replies)
+    }
+
+    fn blocking(&self, i: usize) -> bool {
+        self.requests[i].blocking
     }
 }

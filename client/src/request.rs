@@ -71,6 +71,56 @@ pub(crate) fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
     }
 }
 
+/// Where a request goes, as its owner holds it.
+pub(crate) enum To<'a> {
+    /// The owner of a slot in the current map.
+    Slot(u16),
+    /// A given node.
+    Node(&'a Arc<Node>),
+}
+
+/// The requests a call of [`Inner::execute_all`] runs, by number: a list
+/// of packed commands, or a pipeline's buffer.
+pub(crate) trait Requests {
+    fn count(&self) -> usize;
+    fn to(&self, i: usize) -> To<'_>;
+    /// The request's encoded bytes.
+    fn bytes(&self, i: usize) -> &[u8];
+    /// The same, shared (sent as is when the request goes alone).
+    fn shared(&self, i: usize) -> Bytes;
+    fn replies(&self, i: usize) -> usize;
+    fn blocking(&self, i: usize) -> bool;
+}
+
+impl Requests for [(Route, Packed)] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn to(&self, i: usize) -> To<'_> {
+        match &self[i].0 {
+            Route::Slot(slot) => To::Slot(*slot),
+            Route::Node(node) => To::Node(node),
+        }
+    }
+
+    fn bytes(&self, i: usize) -> &[u8] {
+        &self[i].1.bytes
+    }
+
+    fn shared(&self, i: usize) -> Bytes {
+        self[i].1.bytes.clone()
+    }
+
+    fn replies(&self, i: usize) -> usize {
+        self[i].1.replies
+    }
+
+    fn blocking(&self, i: usize) -> bool {
+        self[i].1.blocking
+    }
+}
+
 /// How long a blocking command may wait when the request has no deadline.
 const BLOCKING_WITHOUT_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -155,12 +205,18 @@ pub(crate) struct Failure {
 }
 
 /// What one attempt came to.
-pub(crate) enum Attempted {
-    Replies(Replies),
+pub(crate) enum Verdict {
+    /// Replies to hand back.
+    Answer,
     Failed(Failure),
     /// `ASK`: the next attempt goes to this node, after `ASKING`.
     Ask(Arc<Node>, Failure),
     Fatal(Error),
+}
+
+/// A lent reply, taken (a nil left in its place).
+pub(crate) fn take_frame(frame: &mut BytesFrame) -> BytesFrame {
+    std::mem::replace(frame, BytesFrame::Null)
 }
 
 /// A request of a round: which, and its retry state once it has failed
@@ -206,9 +262,12 @@ impl Inner {
         let span =
             tracing::debug_span!("zaris.request", command = command.name, slot = route.slot());
         let mut result = None;
-        self.execute_all(&[(route, command)], |_, r| result = Some(r))
-            .instrument(span)
-            .await;
+        let requests = [(route, command)];
+        self.execute_all(&requests[..], |_, r| {
+            result = Some(r.map(|frames| frames.iter_mut().map(take_frame).collect()));
+        })
+        .instrument(span)
+        .await;
         result.unwrap_or_else(|| unreachable!("every request ends with a result"))
     }
 
@@ -217,15 +276,16 @@ impl Inner {
     /// alone, on a connection of its own); each reply is judged against
     /// the request's own retry loop; the requests to retry wait once for
     /// the longest delay (and one map refresh if any asked for it) and make
-    /// up the next round, still in order. Each request's result goes to
-    /// `deliver` (with its index) as soon as it is known.
-    pub(crate) async fn execute_all(
+    /// up the next round, still in order. Each request's replies go to
+    /// `deliver` (with its number) as soon as they are known, lent: take
+    /// what is needed (`take_frame`).
+    pub(crate) async fn execute_all<R: Requests + ?Sized>(
         self: &Arc<Self>,
-        requests: &[(Route, Packed)],
-        mut deliver: impl FnMut(usize, Result<Replies, Error>),
+        requests: &R,
+        mut deliver: impl FnMut(usize, Result<&mut [BytesFrame], Error>),
     ) {
         let started = Instant::now();
-        let mut round: SmallVec<[InFlight; 1]> = (0..requests.len())
+        let mut round: SmallVec<[InFlight; 1]> = (0..requests.count())
             .map(|index| InFlight { index, state: None })
             .collect();
         while !round.is_empty() {
@@ -235,18 +295,24 @@ impl Inner {
             let sent = join_all(
                 batches
                     .iter()
-                    .map(|batch| self.send_batch(batch, requests, &round)),
+                    .map(|batch| self.send_batch(batch, requests, &round, started)),
             )
             .await;
             for (batch, replies) in batches.iter().zip(sent) {
                 match replies {
-                    Ok(per_member) => {
-                        for (&(at, _), frames) in batch.members.iter().zip(per_member) {
-                            match self.judge(frames, &batch.node) {
-                                Attempted::Replies(frames) => deliver(round[at].index, Ok(frames)),
-                                Attempted::Fatal(e) => deliver(round[at].index, Err(e)),
-                                Attempted::Failed(failure) => failed.push((at, failure)),
-                                Attempted::Ask(to, failure) => {
+                    Ok(mut frames) => {
+                        let mut from = 0;
+                        for &(at, asking) in &batch.members {
+                            // An ASKING's +OK goes first.
+                            from += usize::from(asking);
+                            let to = (from + requests.replies(round[at].index)).min(frames.len());
+                            let mine = &mut frames[from..to];
+                            from = to;
+                            match self.judge(mine, &batch.node) {
+                                Verdict::Answer => deliver(round[at].index, Ok(mine)),
+                                Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
+                                Verdict::Failed(failure) => failed.push((at, failure)),
+                                Verdict::Ask(to, failure) => {
                                     self.state_of(&mut round[at], started).ask = Some(to);
                                     failed.push((at, failure));
                                 }
@@ -256,11 +322,11 @@ impl Inner {
                     Err(e) => {
                         for &(at, _) in &batch.members {
                             match self.conn_failure(e.clone(), &batch.node) {
-                                Attempted::Fatal(e) => deliver(round[at].index, Err(e)),
-                                Attempted::Failed(failure) | Attempted::Ask(_, failure) => {
+                                Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
+                                Verdict::Failed(failure) | Verdict::Ask(_, failure) => {
                                     failed.push((at, failure));
                                 }
-                                Attempted::Replies(_) => unreachable!("a failure has no replies"),
+                                Verdict::Answer => unreachable!("a failure has no replies"),
                             }
                         }
                     }
@@ -311,9 +377,9 @@ impl Inner {
     /// The round's requests grouped by the node each goes to now (its
     /// `ASK` target, or its slot's owner in the current map); a request
     /// with no owner mapped fails at once, into `failed`.
-    fn batches(
+    fn batches<R: Requests + ?Sized>(
         &self,
-        requests: &[(Route, Packed)],
+        requests: &R,
         round: &mut [InFlight],
         failed: &mut Vec<(usize, Failure)>,
     ) -> SmallVec<[Batch; 1]> {
@@ -323,12 +389,12 @@ impl Inner {
             .attempts
             .fetch_add(round.len() as u64, std::sync::atomic::Ordering::Relaxed);
         for (at, in_flight) in round.iter_mut().enumerate() {
-            let (route, packed) = &requests[in_flight.index];
+            let blocking = requests.blocking(in_flight.index);
             let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
             let following = asking.is_some();
-            let node = match (&asking, route) {
+            let node = match (&asking, requests.to(in_flight.index)) {
                 (Some(node), _) => node,
-                (None, Route::Slot(slot)) => match snapshot.owner_of_slot(*slot) {
+                (None, To::Slot(slot)) => match snapshot.owner_of_slot(slot) {
                     Ok(node) => node,
                     Err(e) => {
                         let failure = match e {
@@ -345,16 +411,16 @@ impl Inner {
                         continue;
                     }
                 },
-                (None, Route::Node(node)) => node,
+                (None, To::Node(node)) => node,
             };
             let shared = batches
                 .iter_mut()
-                .find(|b| !b.dedicated && !packed.blocking && Arc::ptr_eq(&b.node, node));
+                .find(|b| !b.dedicated && !blocking && Arc::ptr_eq(&b.node, node));
             match shared {
                 Some(batch) => batch.members.push((at, following)),
                 None => batches.push(Batch {
                     node: node.clone(),
-                    dedicated: packed.blocking,
+                    dedicated: blocking,
                     members: smallvec::smallvec![(at, following)],
                 }),
             }
@@ -362,24 +428,27 @@ impl Inner {
         batches
     }
 
-    /// One batch in one write; each member's replies (an `ASKING`'s `+OK`
-    /// taken off).
-    async fn send_batch(
+    /// One batch in one write: the replies of all its members, in order
+    /// (an `ASKING`'s `+OK` before the request that follows it).
+    async fn send_batch<R: Requests + ?Sized>(
         &self,
         batch: &Batch,
-        requests: &[(Route, Packed)],
+        requests: &R,
         round: &[InFlight],
-    ) -> Result<SmallVec<[Replies; 1]>, ConnError> {
-        let member = |at: usize| &requests[round[at].index].1;
-        // The tightest of the members' time-outs (a blocking command, alone
-        // in its batch, may wait its whole deadline).
+        started: Instant,
+    ) -> Result<Vec<BytesFrame>, ConnError> {
+        let index = |at: usize| round[at].index;
         // The tightest of the members' deadlines bounds the wait (one clock
-        // read for the batch).
+        // read for the batch). A request that has not failed yet has no
+        // state: its deadline counts from `started`, as every request's.
+        let first = self.config.policy.deadline.map(|d| started + d);
         let deadline = batch
             .members
             .iter()
-            .filter_map(|&(at, _)| round[at].state.as_ref().and_then(|s| s.deadline))
-            .min();
+            .map(|&(at, _)| round[at].state.as_ref().map_or(first, |s| s.deadline))
+            .min()
+            .flatten();
+        // A blocking command, alone in its batch, may wait its whole deadline.
         let limit = if batch.dedicated {
             BLOCKING_WITHOUT_DEADLINE
         } else {
@@ -390,16 +459,15 @@ impl Inner {
         });
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = batch.members[..] {
-            let packed = member(at);
-            let frames = self
-                .send_on(batch, packed.bytes.clone(), packed.replies, timeout)
-                .await?;
-            return Ok(smallvec::smallvec![frames.into_iter().collect()]);
+            let i = index(at);
+            return self
+                .send_on(batch, requests.shared(i), requests.replies(i), timeout)
+                .await;
         }
         let size = batch
             .members
             .iter()
-            .map(|&(at, _)| member(at).bytes.len() + ASKING.len())
+            .map(|&(at, _)| requests.bytes(index(at)).len() + ASKING.len())
             .sum();
         let mut bytes = BytesMut::with_capacity(size);
         let mut replies = 0;
@@ -408,23 +476,10 @@ impl Inner {
                 bytes.extend_from_slice(ASKING);
                 replies += 1;
             }
-            bytes.extend_from_slice(&member(at).bytes);
-            replies += member(at).replies;
+            bytes.extend_from_slice(requests.bytes(index(at)));
+            replies += requests.replies(index(at));
         }
-        let mut frames = self
-            .send_on(batch, bytes.freeze(), replies, timeout)
-            .await?
-            .into_iter();
-        Ok(batch
-            .members
-            .iter()
-            .map(|&(at, asking)| {
-                if asking {
-                    frames.next(); // ASKING's +OK
-                }
-                frames.by_ref().take(member(at).replies).collect()
-            })
-            .collect())
+        self.send_on(batch, bytes.freeze(), replies, timeout).await
     }
 
     /// `bytes` on the batch's node: its shared connection, or one of its
@@ -450,18 +505,18 @@ impl Inner {
     }
 
     /// What a connection failure means: churn to retry, or a fatal error.
-    pub(crate) fn conn_failure(&self, e: ConnError, node: &Node) -> Attempted {
+    pub(crate) fn conn_failure(&self, e: ConnError, node: &Node) -> Verdict {
         let addr = node.addr.to_string();
         match e {
-            ConnError::Protocol(why) => Attempted::Fatal(Error::Protocol {
+            ConnError::Protocol(why) => Verdict::Fatal(Error::Protocol {
                 node: addr,
                 detail: why,
             }),
-            ConnError::Rejected(why) => Attempted::Fatal(Error::Server(why)),
+            ConnError::Rejected(why) => Verdict::Fatal(Error::Server(why)),
             ConnError::TooLarge { limit } => {
-                Attempted::Fatal(Error::ReplyTooLarge { node: addr, limit })
+                Verdict::Fatal(Error::ReplyTooLarge { node: addr, limit })
             }
-            e => Attempted::Failed(Failure {
+            e => Verdict::Failed(Failure {
                 outcome: Outcome::Transport(e.failure()),
                 detail: format!("{addr}: {e}"),
             }),
@@ -469,39 +524,39 @@ impl Inner {
     }
 
     /// What the replies of an attempt on `node` come to.
-    pub(crate) fn judge(&self, frames: Replies, node: &Node) -> Attempted {
+    pub(crate) fn judge(&self, frames: &[BytesFrame], node: &Node) -> Verdict {
         let Some(first) = frames.first() else {
-            return Attempted::Fatal(Error::Protocol {
+            return Verdict::Fatal(Error::Protocol {
                 node: node.addr.to_string(),
                 detail: "no reply".into(),
             });
         };
         match classify(first, &node.addr) {
-            Classified::Answer => Attempted::Replies(frames),
+            Classified::Answer => Verdict::Answer,
             Classified::Moved { slot, addr } => {
                 Counters::bump(&self.counters.moved_redirects);
                 // The hint re-points that slot now; the refresh follows.
                 self.push(slot, slot, &addr);
-                Attempted::Failed(Failure {
+                Verdict::Failed(Failure {
                     outcome: Outcome::Status(KvStatus::Moved),
                     detail: format!("MOVED {slot} {addr}"),
                 })
             }
-            Classified::Ask { addr } => Attempted::Ask(
+            Classified::Ask { addr } => Verdict::Ask(
                 self.registry.node(&addr),
                 Failure {
                     outcome: Outcome::Ask,
                     detail: format!("ASK {addr}"),
                 },
             ),
-            Classified::Status(status) => Attempted::Failed(Failure {
+            Classified::Status(status) => Verdict::Failed(Failure {
                 outcome: Outcome::Status(status),
                 detail: match first {
                     BytesFrame::Error(message) => message.to_string(),
                     _ => String::new(),
                 },
             }),
-            Classified::ServerError(message) => Attempted::Fatal(Error::Server(message)),
+            Classified::ServerError(message) => Verdict::Fatal(Error::Server(message)),
         }
     }
 
