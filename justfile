@@ -126,6 +126,10 @@ command-table:
     cargo run -q -p zaris-tests --bin zaris-command-table
     cargo fmt -p zaris-core
 
+# Regenerate the C header ffi/include/zaris.h from the zaris-ffi crate (cbindgen).
+ffi-header:
+    ZARIS_BLESS=1 cargo test -q -p zaris-ffi --test header
+
 # The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
     cargo bench -p zaris-core --bench slot -- {{ARGS}}

@@ -44,6 +44,7 @@ mod command_spec;
 mod command_table;
 mod crc16;
 mod engine;
+mod lines;
 mod placement;
 mod policy;
 mod redirect;
@@ -64,6 +65,7 @@ pub use command::{
 };
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};
+pub use lines::{key_lines, KeyLines};
 pub use placement::{
     hash_tag, hash_tag_span, segment_for_key, segment_for_slot, slot_for_key, SegmentCount,
     SegmentCountError, SLOT_COUNT,

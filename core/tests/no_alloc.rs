@@ -129,6 +129,9 @@ fn the_core_never_allocates() {
         for step in replay(&script, RetryPolicy::DEFAULT, Duration::from_millis(1)) {
             eat(matches!(step, Step::Wait { .. }) as u64);
         }
+        for key in key_lines(b"a\r\nb\n\nc") {
+            eat(u64::from(slot_for_key(key)));
+        }
         for outcome in parse_script("Moved, Migrating -> Ask, Bogus") {
             eat(outcome.map_or(1, |o| o.name().len() as u64));
         }

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 pub mod cluster;
+pub mod keys;
 use std::time::{Duration, Instant};
 
 use redis_protocol::resp2::decode::decode;

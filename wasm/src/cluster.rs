@@ -382,7 +382,7 @@ impl ClusterMap {
     #[must_use]
     pub fn keys_per_node(&self, text: &[u8]) -> Vec<u32> {
         let mut counts = vec![0u32; self.nodes.len() + 1];
-        for key in crate::key_lines(text) {
+        for key in zaris_core::key_lines(text) {
             let slot = zaris_core::slot_for_key(key);
             let at = self.owner_index(slot).unwrap_or(self.nodes.len());
             counts[at] += 1;

@@ -79,7 +79,7 @@ pub fn segments_for_slots(slots: &[u16], segments: u16) -> Vec<u16> {
 #[wasm_bindgen(js_name = slotsForUtf8Lines)]
 #[must_use]
 pub fn slots_for_lines(text: &[u8]) -> Vec<u16> {
-    key_lines(text).map(slot_for_key).collect()
+    zaris_core::key_lines(text).map(slot_for_key).collect()
 }
 
 /// A buffer in wasm memory for a batch of newline-separated keys, so the
@@ -130,18 +130,6 @@ impl KeyBatch {
             ))),
         }
     }
-}
-
-/// The keys of a newline-separated batch, as [`slots_for_lines`] reads it.
-pub(crate) fn key_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let text = text.strip_suffix(b"\n").unwrap_or(text);
-    let ends = memchr::memchr_iter(b'\n', text).chain((!text.is_empty()).then_some(text.len()));
-    let mut start = 0;
-    ends.map(move |end| {
-        let line = &text[start..end];
-        start = end + 1;
-        line.strip_suffix(b"\r").unwrap_or(line)
-    })
 }
 
 /// [`slots_for_lines`] over UTF-16 code units, through the core's UTF-16
