@@ -26,6 +26,7 @@ test: lint
         cargo build -p zaris-core --no-default-features --features serde --target "$target"; \
     done
     just test-aarch64
+    just test-python
     just test-web
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
@@ -67,6 +68,8 @@ lint:
     done
     cargo clippy -p zaris-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
     cargo clippy -p zaris-core --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
+    cargo fmt --manifest-path python/Cargo.toml -- --check
+    cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
 # The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
 # (`just bench --quick`: criterion's quick mode, charted but not recorded).
@@ -129,6 +132,28 @@ command-table:
 # Regenerate the C header ffi/include/zaris.h from the zaris-ffi crate (cbindgen).
 ffi-header:
     ZARIS_BLESS=1 cargo test -q -p zaris-ffi --test header
+
+# The Python package built from python/ (pip install ./python) into
+# target/python-venv, checked with pytest against a real redis-server and redis-py.
+test-python: python-venv
+    @echo "==> the Python package: pip install ./python, then pytest"
+    target/python-venv/bin/pip install -q ./python
+    target/python-venv/bin/python -m pytest -q python/tests
+
+# zaris against redis-py's key_slot, per key and for a batch of 100,000 (not a test).
+bench-python: python-venv
+    target/python-venv/bin/pip install -q ./python
+    target/python-venv/bin/python -P python/bench.py
+
+python-venv:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -x target/python-venv/bin/pytest ]; then
+        echo "==> a Python venv in target/python-venv (pytest, redis-py)"
+        python3 -m venv target/python-venv
+        target/python-venv/bin/pip install -q --upgrade pip
+        target/python-venv/bin/pip install -q pytest redis
+    fi
 
 # The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
