@@ -51,8 +51,8 @@ test-aarch64:
     ZARIS_EXPECT_CLMUL=1 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+aes" \
         cargo test -p zaris-core --no-default-features --target aarch64-unknown-linux-gnu --lib
 
-# The wasm build in headless Chromium (wasm-bindgen-test), the Node package, the playground end to end.
-test-web: web-build dashboard
+# The wasm build in headless Chromium (wasm-bindgen-test), the npm package, the playground end to end.
+test-web: npm-pack dashboard
     @echo "==> wasm-bindgen tests in headless Chromium"
     CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=120 \
         cargo test -p zaris-wasm --target wasm32-unknown-unknown
@@ -174,6 +174,14 @@ npm-deps:
 # The wasm package for browsers (web/pkg) and Node (target/pkg-node), and the page's vendored peer.
 web-build: npm-deps
     ./run web-build web node
+
+# The npm package `zaris` (Node, bundlers, browsers), packed to target/npm/zaris-<version>.tgz.
+npm-pack: web-build
+    ./run npm-pack
+
+# zaris's generate and generateBatch against cluster-key-slot in one Node process (not a test).
+bench-node: npm-pack
+    node tools/bench-node.mjs
 
 # Build and serve the playground and the dashboard on 127.0.0.1:PORT (Ctrl-C stops it).
 play PORT="8080":

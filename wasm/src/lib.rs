@@ -17,10 +17,12 @@ use zaris_core::slot_for_key;
 mod cluster;
 mod command;
 mod json;
+mod scratch;
 mod simulate;
 
 pub use cluster::ClusterMap;
 pub use command::route_command;
+pub use scratch::{wasm_memory, KeyScratch};
 pub use simulate::simulate_retries;
 
 /// Slot of a key given as UTF-16 code units (a JS string's `charCodeAt`s).
