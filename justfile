@@ -26,6 +26,7 @@ test: lint
         cargo build -p zaris-core --no-default-features --features serde --target "$target"; \
     done
     just test-aarch64
+    just test-baremetal
     just test-python
     just test-web
 
@@ -70,6 +71,8 @@ lint:
     cargo clippy -p zaris-core --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
     cargo fmt --manifest-path python/Cargo.toml -- --check
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
+    cargo fmt --manifest-path baremetal/Cargo.toml -- --check
+    cd baremetal && cargo clippy --release -- -D warnings
 
 # The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
 # (`just bench --quick`: criterion's quick mode, charted but not recorded).
@@ -154,6 +157,16 @@ python-venv:
         target/python-venv/bin/pip install -q --upgrade pip
         target/python-venv/bin/pip install -q pytest redis
     fi
+
+# zaris-core on a Cortex-M3 with no OS and no allocator, under qemu-system-arm:
+# slots against vectors from a real redis-server, and the retry machine.
+test-baremetal:
+    @echo "==> zaris-core bare metal: a Cortex-M3 under qemu-system-arm (semihosting)"
+    cd baremetal && cargo run -q --release
+
+# Regenerate baremetal/src/vectors.rs from the installed redis-server.
+baremetal-vectors:
+    cargo run -q -p zaris-tests --bin zaris-baremetal-vectors
 
 # The core's own criterion benches (args go to criterion, e.g. `slot/ --quick`).
 bench-core *ARGS:
