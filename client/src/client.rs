@@ -87,14 +87,6 @@ impl Client {
         if seeds.is_empty() {
             return Err(Error::Config("no seed addresses given".into()));
         }
-        for seed in seeds {
-            let port = seed
-                .rsplit_once(':')
-                .and_then(|(host, port)| (!host.is_empty()).then_some(port));
-            if port.and_then(|p| p.parse::<u16>().ok()).is_none() {
-                return Err(Error::Config(format!("seed {seed:?} is not host:port")));
-            }
-        }
         let registry = Registry::default();
         for seed in seeds {
             registry.node(seed);
@@ -125,7 +117,7 @@ impl Client {
     pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
         let key = key.as_ref();
         match self
-            .keyed(key, pack("GET", &[&[b"GET", key]]))
+            .keyed(key, pack("GET", &[&[b"GET", key]]).reading())
             .await?
             .swap_remove(0)
         {
@@ -228,7 +220,10 @@ impl Client {
     pub async fn get_versioned(&self, key: impl AsRef<[u8]>) -> Result<Option<Versioned>, Error> {
         let key = key.as_ref();
         let frames = self
-            .keyed(key, pack("HMGET", &[&[b"HMGET", key, b"v", b"d"]]))
+            .keyed(
+                key,
+                pack("HMGET", &[&[b"HMGET", key, b"v", b"d"]]).reading(),
+            )
             .await?;
         match &frames[0] {
             BytesFrame::Array(parts) => match parts.as_slice() {
@@ -302,7 +297,7 @@ impl Client {
             let mut args: Vec<&[u8]> = vec![b"MGET"];
             args.extend(indexes.iter().map(|&i| keys[i].as_ref()));
             let frames = self
-                .execute(Route::Slot(*slot), pack("MGET", &[&args]))
+                .execute(Route::Slot(*slot), pack("MGET", &[&args]).reading())
                 .await?;
             match &frames[0] {
                 BytesFrame::Array(values) if values.len() == indexes.len() => {

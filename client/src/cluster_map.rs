@@ -71,7 +71,25 @@ pub(crate) fn host_of(addr: &str) -> &str {
 
 /// Reads a `CLUSTER SHARDS` reply (Redis 7+, Valkey): each shard's slot
 /// ranges, its online primary and replicas.
+///
+/// A node with both ports is named by its plain-text `port`; see
+/// [`parse_cluster_shards_over`] for a TLS client.
 pub fn parse_cluster_shards(reply: &Value, asked: &str) -> Result<Vec<SlotRange>, MapError> {
+    parse_cluster_shards_over(reply, asked, false)
+}
+
+/// [`parse_cluster_shards`] for a client speaking TLS (`tls`): a node
+/// with both ports is named by its `tls-port`.
+pub fn parse_cluster_shards_over(
+    reply: &Value,
+    asked: &str,
+    tls: bool,
+) -> Result<Vec<SlotRange>, MapError> {
+    let (preferred, fallback) = if tls {
+        ("tls-port", "port")
+    } else {
+        ("port", "tls-port")
+    };
     let Value::Array(shards) = reply else {
         return Err(bad("CLUSTER SHARDS reply is not an array"));
     };
@@ -90,8 +108,8 @@ pub fn parse_cluster_shards(reply: &Value, asked: &str) -> Result<Vec<SlotRange>
         for node in nodes {
             let node = map_fields(node)?;
             let port = node
-                .get("port")
-                .or_else(|| node.get("tls-port"))
+                .get(preferred)
+                .or_else(|| node.get(fallback))
                 .and_then(|p| int(p))
                 .and_then(|p| u16::try_from(p).ok());
             let Some(port) = port else {
@@ -111,7 +129,11 @@ pub fn parse_cluster_shards(reply: &Value, asked: &str) -> Result<Vec<SlotRange>
             match node.get("role").and_then(|r| text(r)) {
                 Some("master") if online => master = Some(addr),
                 Some("master") => {}
-                _ => replicas.push(addr),
+                // A replica Redis calls "loading" may only have an offset of
+                // 0 (an idle primary): it serves reads, and one that really
+                // is loading answers LOADING, retried on the primary.
+                _ if online => replicas.push(addr),
+                _ => {}
             }
         }
         if slots.len() % 2 != 0 {

@@ -145,6 +145,17 @@ pub(crate) enum Plan {
     Split { stride: usize, merge: Merge },
 }
 
+/// What [`Inner::encode_command`] wrote: its reply count, whether it
+/// writes (so its `WAIT` is checked), whether it blocks (so it goes on a
+/// connection of its own), whether a replica may serve it.
+#[derive(Clone, Copy)]
+pub(crate) struct Encoded {
+    pub(crate) replies: usize,
+    pub(crate) write: bool,
+    pub(crate) blocking: bool,
+    pub(crate) read: bool,
+}
+
 /// One request a command takes.
 pub(crate) struct Part {
     pub(crate) route: Route,
@@ -300,40 +311,46 @@ impl Inner {
     /// `args` as one request on `route`.
     fn part(&self, route: Route, args: &[&[u8]], info: CommandInfo) -> Part {
         let mut bytes = BytesMut::new();
-        let (replies, write, blocking) = self.encode_command(&mut bytes, args, info);
+        let encoded = self.encode_command(&mut bytes, args, info);
         Part {
             route,
             packed: Packed {
                 name: "COMMAND",
                 bytes: bytes.freeze(),
-                replies,
-                blocking,
+                replies: encoded.replies,
+                blocking: encoded.blocking,
+                read: encoded.read,
             },
-            write,
+            write: encoded.write,
         }
     }
 
     /// Appends `args` to `buf` as one request: followed by `WAIT` for a
-    /// write when writes are durable. Returns its reply count, whether it
-    /// writes (so its `WAIT` is checked), and whether it blocks (so it
-    /// goes on a connection of its own).
+    /// write when writes are durable.
     pub(crate) fn encode_command(
         &self,
         buf: &mut BytesMut,
         args: &[&[u8]],
         info: CommandInfo,
-    ) -> (usize, bool, bool) {
+    ) -> Encoded {
         let blocking = info.is_blocking();
         let write = info.is_write() && !blocking;
+        let read = info.is_read_only() && !blocking;
         encode_into(buf, args);
-        match self.config.durability {
+        let replies = match self.config.durability {
             Some(d) if write => {
                 let replicas = d.replicas.to_string();
                 let timeout = d.timeout.as_millis().max(1).to_string();
                 encode_into(buf, &[b"WAIT", replicas.as_bytes(), timeout.as_bytes()]);
-                (2, write, blocking)
+                2
             }
-            _ => (1, write, blocking),
+            _ => 1,
+        };
+        Encoded {
+            replies,
+            write,
+            blocking,
+            read,
         }
     }
 

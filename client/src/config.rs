@@ -11,8 +11,29 @@ use zaris_core::{
 
 use std::sync::Arc;
 
-use crate::conn::{ConnOptions, Credentials, Limits};
+use crate::conn::{AddressMap, ConnOptions, Credentials, Limits};
 use crate::Error;
+
+/// Which nodes serve reads (commands the servers flag read-only).
+///
+/// A replica serves what it has received from its primary so far:
+/// replication is asynchronous, so a read from a replica right after a
+/// write may not see it. Reads that must see the latest write belong on
+/// the primary ([`ReadFrom::Primary`], the default). Writes always go to
+/// the primary, and a retried read (after `MOVED`, a dead replica, a
+/// time-out) goes to the primary too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadFrom {
+    /// Every command to the slot's primary.
+    #[default]
+    Primary,
+    /// Reads to a replica of the slot's primary (round robin), the primary
+    /// when it has none that is reachable.
+    PreferReplica,
+    /// Reads round robin over the primary and its replicas.
+    AnyNode,
+}
 
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
@@ -41,6 +62,7 @@ pub(crate) struct Config {
     pub attempt_timeout: Duration,
     pub conn: ConnOptions,
     pub durability: Option<Durability>,
+    pub read_from: ReadFrom,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
@@ -58,6 +80,9 @@ pub struct Builder {
     max_reply_bytes: usize,
     durability: Option<Durability>,
     auth: Option<Credentials>,
+    tls: Option<rustls::ClientConfig>,
+    map_address: Option<AddressMap>,
+    read_from: ReadFrom,
     env: EnvLookup,
 }
 
@@ -73,6 +98,9 @@ impl Default for Builder {
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             durability: None,
             auth: None,
+            tls: None,
+            map_address: None,
+            read_from: ReadFrom::Primary,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -154,6 +182,70 @@ impl Builder {
         self
     }
 
+    /// Speaks TLS to every node, with `config`: the roots to verify the
+    /// nodes' certificates against (a custom CA), and a client certificate
+    /// for mutual TLS, are set there. Each node's certificate is verified
+    /// for the host dialed (after [`Builder::map_address`]). Without this
+    /// setting, `rediss://` seeds turn TLS on with the Mozilla roots
+    /// (`webpki-roots`).
+    ///
+    /// ```no_run
+    /// # async fn demo(ca_pem: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    /// use zaris_client::{rustls, Client};
+    ///
+    /// let mut roots = rustls::RootCertStore::empty();
+    /// for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(ca_pem) {
+    ///     roots.add(cert?)?;
+    /// }
+    /// let tls = rustls::ClientConfig::builder_with_provider(
+    ///     rustls::crypto::ring::default_provider().into(),
+    /// )
+    /// .with_safe_default_protocol_versions()?
+    /// .with_root_certificates(roots)
+    /// .with_no_client_auth();
+    /// let client = Client::builder().tls(tls).connect(&["rediss://redis.example.com:6380"]).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Maps the address a node announces (`host:port`, as the cluster map
+    /// names it) to the address to dial; `None` dials it as announced.
+    /// For clusters behind NAT or in containers, whose nodes announce
+    /// addresses (or `cluster-announce-hostname` names) only they can
+    /// reach.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zaris_client::Error> {
+    /// let client = zaris_client::Client::builder()
+    ///     .map_address(|announced| match announced {
+    ///         "redis-0.cluster.internal:6379" => Some("203.0.113.7:16379".to_owned()),
+    ///         _ => None,
+    ///     })
+    ///     .connect(&["203.0.113.7:16379"])
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn map_address(
+        mut self,
+        map: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.map_address = Some(Arc::new(map));
+        self
+    }
+
+    /// Which nodes serve reads (default [`ReadFrom::Primary`]). With
+    /// replicas, every connection sends `READONLY` first.
+    #[must_use]
+    pub fn read_from(mut self, policy: ReadFrom) -> Self {
+        self.read_from = policy;
+        self
+    }
+
     /// Reads settings from `lookup` instead of the process environment
     /// (tests, embedding).
     #[must_use]
@@ -163,13 +255,26 @@ impl Builder {
     }
 
     /// Connects with these settings (see [`crate::Client::connect`]).
+    /// Seeds are `host:port`, `redis://host:port` or `rediss://host:port`
+    /// (TLS), all of one kind.
     ///
     /// # Errors
-    /// [`Error::Config`] for a bad setting; [`Error::NoSeedReachable`] when
-    /// no seed answers with a cluster map.
-    pub async fn connect(self, seeds: &[&str]) -> Result<crate::Client, Error> {
+    /// [`Error::Config`] for a bad setting or seed; [`Error::NoSeedReachable`]
+    /// when no seed answers with a cluster map.
+    pub async fn connect(mut self, seeds: &[&str]) -> Result<crate::Client, Error> {
+        let (seeds, scheme) = parse_seeds(seeds)?;
+        match (scheme, self.tls.is_some()) {
+            (Some(Scheme::Tls), false) => self.tls = Some(default_tls()?),
+            (Some(Scheme::Plain), true) => {
+                return Err(Error::Config(
+                    "redis:// seeds with a TLS configuration: use rediss:// (or host:port)".into(),
+                ))
+            }
+            _ => {}
+        }
         let config = self.resolve()?;
-        crate::Client::start(seeds, config).await
+        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+        crate::Client::start(&seeds, config).await
     }
 
     pub(crate) fn resolve(self) -> Result<Config, Error> {
@@ -218,10 +323,72 @@ impl Builder {
                     max_reply_bytes: self.max_reply_bytes.max(64),
                 },
                 auth: self.auth.map(Arc::new),
+                tls: self.tls.map(Arc::new),
+                map_address: self.map_address,
+                readonly: self.read_from != ReadFrom::Primary,
             },
             durability: self.durability,
+            read_from: self.read_from,
         })
     }
+}
+
+/// How seeds name their transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scheme {
+    Plain,
+    Tls,
+}
+
+/// The seeds as `host:port`, and the scheme they named (`None`: bare
+/// `host:port`, the builder decides). Mixed schemes are refused.
+fn parse_seeds(seeds: &[&str]) -> Result<(Vec<String>, Option<Scheme>), Error> {
+    let mut scheme = None;
+    let mut out = Vec::with_capacity(seeds.len());
+    for seed in seeds {
+        let (this, rest) = if let Some(rest) = seed.strip_prefix("rediss://") {
+            (Some(Scheme::Tls), rest)
+        } else if let Some(rest) = seed.strip_prefix("redis://") {
+            (Some(Scheme::Plain), rest)
+        } else {
+            (None, *seed)
+        };
+        let addr = rest.trim_end_matches('/');
+        if addr.contains('@') {
+            return Err(Error::Config(format!(
+                "seed {seed:?}: credentials go in Builder::auth, not in the address"
+            )));
+        }
+        let port = addr
+            .rsplit_once(':')
+            .and_then(|(host, port)| (!host.is_empty()).then_some(port));
+        if port.and_then(|p| p.parse::<u16>().ok()).is_none() {
+            return Err(Error::Config(format!("seed {seed:?} is not host:port")));
+        }
+        if this.is_some() && scheme.is_some() && this != scheme {
+            return Err(Error::Config(
+                "seeds mix redis:// and rediss://: a cluster is reached one way".into(),
+            ));
+        }
+        scheme = scheme.or(this);
+        out.push(addr.to_owned());
+    }
+    Ok((out, scheme))
+}
+
+/// TLS for `rediss://` seeds given no configuration: certificates verified
+/// against the Mozilla roots, no client certificate.
+fn default_tls() -> Result<rustls::ClientConfig, Error> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| Error::Config(format!("TLS: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth())
 }
 
 #[cfg(test)]
@@ -284,6 +451,32 @@ mod tests {
             .resolve()
             .unwrap();
         assert_eq!(config.policy.max_attempts, 1);
+    }
+
+    #[test]
+    fn seeds_name_their_transport_once() {
+        let (seeds, scheme) = parse_seeds(&["rediss://a:1", "rediss://b:2/", "c:3"]).unwrap();
+        assert_eq!(seeds, ["a:1", "b:2", "c:3"]);
+        assert_eq!(scheme, Some(Scheme::Tls));
+        assert_eq!(parse_seeds(&["[::1]:7000"]).unwrap().1, None);
+        assert_eq!(
+            parse_seeds(&["redis://a:1"]).unwrap(),
+            (vec!["a:1".to_owned()], Some(Scheme::Plain))
+        );
+        for (seeds, message) in [
+            (
+                &["redis://a:1", "rediss://b:2"][..],
+                "invalid setting: seeds mix redis:// and rediss://: a cluster is reached one way",
+            ),
+            (&["rediss://a"][..], "invalid setting: seed \"rediss://a\" is not host:port"),
+            (
+                &["rediss://u:p@a:1"][..],
+                "invalid setting: seed \"rediss://u:p@a:1\": credentials go in Builder::auth, not in the address",
+            ),
+            (&[":7000"][..], "invalid setting: seed \":7000\" is not host:port"),
+        ] {
+            assert_eq!(parse_seeds(seeds).unwrap_err().to_string(), message);
+        }
     }
 
     #[test]

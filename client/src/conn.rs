@@ -15,11 +15,15 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use redis_protocol::resp2::types::BytesFrame;
-use tokio::io::Interest;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use zaris_core::TransportFailure;
 
+use crate::cluster_map::host_of;
 use crate::resp::take_frames;
 
 /// Why a request on a connection got no reply.
@@ -37,18 +41,23 @@ pub(crate) enum ConnError {
     Rejected(String),
     /// A reply larger than the configured limit.
     TooLarge { limit: usize },
+    /// The TLS handshake failed (certificate, protocol, a plain-text port).
+    Tls(String),
+    /// The address does not resolve here (an announced hostname).
+    Unresolved(String),
 }
 
 impl ConnError {
     /// The retry machine's name for it.
     pub(crate) fn failure(&self) -> TransportFailure {
         match self {
-            ConnError::Refused(_) => TransportFailure::ConnectionRefused,
+            ConnError::Refused(_) | ConnError::Unresolved(_) => TransportFailure::ConnectionRefused,
             ConnError::Reset(_) => TransportFailure::ConnectionReset,
             ConnError::TimedOut => TransportFailure::TimedOut,
-            ConnError::Protocol(_) | ConnError::Rejected(_) | ConnError::TooLarge { .. } => {
-                TransportFailure::Other
-            }
+            ConnError::Protocol(_)
+            | ConnError::Rejected(_)
+            | ConnError::TooLarge { .. }
+            | ConnError::Tls(_) => TransportFailure::Other,
         }
     }
 }
@@ -62,6 +71,8 @@ impl std::fmt::Display for ConnError {
             ConnError::Protocol(e) => write!(f, "protocol violation: {e}"),
             ConnError::Rejected(e) => write!(f, "credentials refused: {e}"),
             ConnError::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
+            ConnError::Tls(e) => write!(f, "TLS: {e}"),
+            ConnError::Unresolved(e) => f.write_str(e),
         }
     }
 }
@@ -89,7 +100,33 @@ struct Pending {
 /// and both tasks are gone or the socket fails.
 pub(crate) struct Connection {
     requests: mpsc::Sender<Request>,
-    alive: Arc<AtomicBool>,
+    alive: Arc<Health>,
+}
+
+/// What a connection's task tells its handles: whether the socket is
+/// good, and once it is not, why (so a request queued after the end gets
+/// the real reason, not "closed").
+#[derive(Default)]
+pub(crate) struct Health {
+    alive: AtomicBool,
+    ended: std::sync::OnceLock<ConnError>,
+}
+
+impl Health {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            alive: AtomicBool::new(true),
+            ended: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Why the connection ended (or that it did).
+    fn ended(&self) -> ConnError {
+        self.ended
+            .get()
+            .cloned()
+            .unwrap_or_else(|| ConnError::Reset("connection closed".into()))
+    }
 }
 
 /// Who the client is, for servers with `requirepass` or ACL users.
@@ -109,11 +146,41 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-/// How connections are made: limits and credentials.
-#[derive(Clone, Debug)]
+/// Maps an address a node announces to the one to dial (`None`: dial it
+/// as announced). See `Builder::map_address`.
+pub(crate) type AddressMap = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How connections are made: limits, credentials, TLS, address mapping.
+#[derive(Clone)]
 pub(crate) struct ConnOptions {
     pub limits: Limits,
     pub auth: Option<Arc<Credentials>>,
+    /// Every connection speaks TLS with this configuration.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub map_address: Option<AddressMap>,
+    /// Send `READONLY` first: replicas may serve this client's reads.
+    pub readonly: bool,
+}
+
+impl std::fmt::Debug for ConnOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnOptions")
+            .field("limits", &self.limits)
+            .field("auth", &self.auth)
+            .field("tls", &self.tls.is_some())
+            .field("map_address", &self.map_address.is_some())
+            .finish()
+    }
+}
+
+impl ConnOptions {
+    /// Where to dial for a node known as `addr`.
+    fn dial_address(&self, addr: &str) -> String {
+        self.map_address
+            .as_ref()
+            .and_then(|map| map(addr))
+            .unwrap_or_else(|| addr.to_owned())
+    }
 }
 
 /// The RESP encoding of `commands`, back to back.
@@ -168,33 +235,40 @@ pub(crate) struct Limits {
 }
 
 impl Connection {
-    /// Connects to `addr` within `timeout`, and authenticates when the
-    /// options carry credentials.
+    /// Connects to `addr` (or where the address map sends it) within
+    /// `timeout`, TLS handshake included, and authenticates when the options
+    /// carry credentials.
     pub(crate) async fn connect(
         addr: &str,
         timeout: Duration,
         options: &ConnOptions,
     ) -> Result<Self, ConnError> {
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Err(_) => return Err(ConnError::TimedOut),
-            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                return Err(ConnError::Refused(format!("{addr}: {e}")))
-            }
-            Ok(Err(e)) => return Err(ConnError::Refused(format!("{addr}: {e}"))),
-            Ok(Ok(stream)) => stream,
-        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        let dial = options.dial_address(addr);
+        let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
+            .await
+            .map_err(|_| ConnError::TimedOut)??;
         stream
             .set_nodelay(true)
             .map_err(|e| ConnError::Reset(e.to_string()))?;
         let (requests, queue) = mpsc::channel(4096);
-        let alive = Arc::new(AtomicBool::new(true));
-        tokio::spawn(drive(
-            stream,
-            queue,
-            alive.clone(),
-            options.limits,
-            addr.to_owned(),
-        ));
+        let alive = Health::new();
+        let name = addr.to_owned();
+        match &options.tls {
+            None => {
+                tokio::spawn(drive(stream, queue, alive.clone(), options.limits, name));
+            }
+            Some(config) => {
+                let stream = tls_handshake(config, addr, &dial, stream, deadline).await?;
+                tokio::spawn(drive_stream(
+                    stream,
+                    queue,
+                    alive.clone(),
+                    options.limits,
+                    name,
+                ));
+            }
+        }
         let conn = Self { requests, alive };
         if let Some(auth) = &options.auth {
             let password = auth.password.as_bytes();
@@ -214,13 +288,27 @@ impl Connection {
                 }
             }
         }
-        tracing::debug!(addr, "connected");
+        if options.readonly {
+            match conn
+                .request(encode(&[&[b"READONLY"]]), 1, timeout)
+                .await?
+                .pop()
+            {
+                Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
+                other => {
+                    return Err(ConnError::Protocol(format!(
+                        "{addr} answered READONLY with {other:?}"
+                    )))
+                }
+            }
+        }
+        tracing::debug!(addr, dial, tls = options.tls.is_some(), "connected");
         Ok(conn)
     }
 
     /// Whether the socket is still believed good.
     pub(crate) fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire)
+        self.alive.alive.load(Ordering::Acquire)
     }
 
     /// Sends `bytes` (one or more encoded commands producing `replies`
@@ -238,15 +326,75 @@ impl Connection {
             done,
         });
         let wait = async {
-            send.await
-                .map_err(|_| ConnError::Reset("connection closed".into()))?;
-            reply
-                .await
-                .map_err(|_| ConnError::Reset("connection closed".into()))?
+            send.await.map_err(|_| self.alive.ended())?;
+            reply.await.map_err(|_| self.alive.ended())?
         };
         tokio::time::timeout(timeout, wait)
             .await
             .unwrap_or(Err(ConnError::TimedOut))
+    }
+}
+
+/// A TCP connection to `dial`, the address of the node known as `addr`.
+/// A name that does not resolve gets its own error: clusters behind NAT or
+/// in containers announce addresses only they can resolve.
+async fn tcp_connect(addr: &str, dial: &str) -> Result<TcpStream, ConnError> {
+    let resolved: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(dial).await {
+        Ok(resolved) => resolved.collect(),
+        Err(e) => {
+            let mapped = if dial == addr {
+                String::new()
+            } else {
+                format!(" (mapped to {dial})")
+            };
+            return Err(ConnError::Unresolved(format!(
+                "the cluster announces {addr}{mapped}, which does not resolve here ({e}): \
+                 map it to an address this client can reach with Builder::map_address"
+            )));
+        }
+    };
+    let mut last = None;
+    for target in resolved {
+        match TcpStream::connect(target).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    let why = last.map_or_else(|| "no address".to_owned(), |e| e.to_string());
+    Err(ConnError::Refused(format!("{addr}: {why}")))
+}
+
+/// The TLS handshake on `stream`, verifying the certificate against the
+/// host dialed (`dial`, after any address mapping), by `deadline`.
+async fn tls_handshake(
+    config: &Arc<rustls::ClientConfig>,
+    addr: &str,
+    dial: &str,
+    stream: TcpStream,
+    deadline: tokio::time::Instant,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ConnError> {
+    let host = host_of(dial);
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| {
+        ConnError::Tls(format!(
+            "{addr}: {host:?} is not a name a certificate can carry"
+        ))
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    match tokio::time::timeout_at(deadline, connector.connect(name, stream)).await {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(e)) => {
+            let hint = if e.to_string().contains("corrupt message") {
+                " (the node answered in plain text: is this port TLS?)"
+            } else {
+                ""
+            };
+            Err(ConnError::Tls(format!("handshake failed: {e}{hint}")))
+        }
+        Err(_) => Err(ConnError::Tls(
+            "handshake timed out (a plain-text port waits for a command that \
+             never comes: does the node speak TLS there?)"
+                .into(),
+        )),
     }
 }
 
@@ -256,17 +404,11 @@ impl Connection {
 async fn drive(
     stream: TcpStream,
     mut queue: mpsc::Receiver<Request>,
-    alive: Arc<AtomicBool>,
+    alive: Arc<Health>,
     limits: Limits,
     addr: String,
 ) {
-    let mut conn = Driver {
-        pending: VecDeque::new(),
-        frames: Vec::new(),
-        out: BytesMut::with_capacity(16 * 1024),
-        input: BytesMut::with_capacity(READ_CHUNK),
-        limits,
-    };
+    let mut conn = Driver::new(limits);
     let mut open = true;
     let mut last_batch = 0;
     let error = loop {
@@ -319,15 +461,141 @@ async fn drive(
             },
         }
     };
-    alive.store(false, Ordering::Release);
-    let error = error.unwrap_or_else(|| ConnError::Reset("connection closed".into()));
-    tracing::debug!(addr, %error, "connection closed");
-    queue.close();
-    while let Ok(request) = queue.try_recv() {
-        conn.push(request);
+    conn.shut(error, &mut queue, &alive, &addr);
+}
+
+/// The one task of a connection over any stream (TLS): the same batching
+/// and reply delivery as [`drive`], through `AsyncRead`/`AsyncWrite`
+/// (rustls needs its own buffers, so the plain socket's readiness tricks do
+/// not apply).
+async fn drive_stream<S>(
+    mut stream: S,
+    mut queue: mpsc::Receiver<Request>,
+    alive: Arc<Health>,
+    limits: Limits,
+    addr: String,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut conn = Driver::new(limits);
+    let mut open = true;
+    let error = loop {
+        while open && conn.out.len() < MAX_BATCH_BYTES {
+            match queue.try_recv() {
+                Ok(request) => conn.push(request),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        if !open && conn.pending.is_empty() && conn.out.is_empty() && !conn.unflushed {
+            break None;
+        }
+        let step =
+            std::future::poll_fn(|cx| conn.poll_io(&mut stream, &mut queue, open, cx, &addr)).await;
+        match step {
+            Ok(still_open) => open = still_open,
+            Err(e) => break Some(e),
+        }
+    };
+    let _ = stream.shutdown().await;
+    conn.shut(error, &mut queue, &alive, &addr);
+}
+
+impl Driver {
+    /// One turn of [`drive_stream`]: writes, flushes, reads and takes new
+    /// requests as far as each can go without waiting; ready once any
+    /// made progress (with whether the queue is still open).
+    fn poll_io<S>(
+        &mut self,
+        stream: &mut S,
+        queue: &mut mpsc::Receiver<Request>,
+        open: bool,
+        cx: &mut Context<'_>,
+        addr: &str,
+    ) -> Poll<Result<bool, ConnError>>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let mut progress = false;
+        while !self.out.is_empty() {
+            match Pin::new(&mut *stream).poll_write(cx, &self.out) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(addr))),
+                Poll::Ready(Ok(n)) => {
+                    self.out.advance(n);
+                    self.unflushed = true;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Pending => break,
+            }
+        }
+        if self.out.is_empty() && self.unflushed {
+            match Pin::new(&mut *stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.unflushed = false;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Pending => {}
+            }
+        }
+        loop {
+            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
+                self.input.reserve(READ_CHUNK);
+            }
+            match tokio_util::io::poll_read_buf(Pin::new(&mut *stream), cx, &mut self.input) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(addr))),
+                Poll::Ready(Ok(_)) => {
+                    if let Err(e) = self.deliver(addr) {
+                        return Poll::Ready(Err(e));
+                    }
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Pending => break,
+            }
+        }
+        let mut still_open = open;
+        if open && self.out.len() < MAX_BATCH_BYTES {
+            match queue.poll_recv(cx) {
+                Poll::Ready(Some(request)) => {
+                    self.push(request);
+                    progress = true;
+                }
+                Poll::Ready(None) => {
+                    still_open = false;
+                    progress = true;
+                }
+                Poll::Pending => {}
+            }
+        }
+        if progress {
+            Poll::Ready(Ok(still_open))
+        } else {
+            Poll::Pending
+        }
     }
-    for slot in conn.pending.drain(..) {
-        let _ = slot.done.send(Err(error.clone()));
+
+    /// The connection is over: marks it dead and fails every request
+    /// written or queued with `error`.
+    fn shut(
+        &mut self,
+        error: Option<ConnError>,
+        queue: &mut mpsc::Receiver<Request>,
+        alive: &Health,
+        addr: &str,
+    ) {
+        let error = error.unwrap_or_else(|| ConnError::Reset("connection closed".into()));
+        let _ = alive.ended.set(error.clone());
+        alive.alive.store(false, Ordering::Release);
+        tracing::debug!(addr, %error, "connection closed");
+        queue.close();
+        while let Ok(request) = queue.try_recv() {
+            self.push(request);
+        }
+        for slot in self.pending.drain(..) {
+            let _ = slot.done.send(Err(error.clone()));
+        }
     }
 }
 
@@ -340,9 +608,73 @@ struct Driver {
     out: BytesMut,
     input: BytesMut,
     limits: Limits,
+    /// Whether the node ever answered: a connection closed before any
+    /// reply is most often plain text sent to a TLS port.
+    answered: bool,
+    /// Bytes handed to a TLS stream that it may still hold.
+    unflushed: bool,
 }
 
 impl Driver {
+    fn new(limits: Limits) -> Self {
+        Self {
+            pending: VecDeque::new(),
+            frames: Vec::new(),
+            out: BytesMut::with_capacity(16 * 1024),
+            input: BytesMut::with_capacity(READ_CHUNK),
+            limits,
+            answered: false,
+            unflushed: false,
+        }
+    }
+
+    /// The error for a connection the node closed.
+    fn closed(&self, addr: &str) -> ConnError {
+        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
+    }
+
+    /// The error for a connection that broke (`e`): a TLS alert stays a
+    /// TLS failure (TLS 1.3 reports a refused client certificate on the
+    /// first read, after the handshake).
+    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
+        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(tls) => ConnError::Tls(tls.to_string()),
+            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
+        }
+    }
+
+    /// A connection that ends before any reply most often sent plain text
+    /// to a TLS port.
+    fn hint(&self) -> &'static str {
+        if self.answered {
+            ""
+        } else {
+            " before answering (a TLS port? use rediss://)"
+        }
+    }
+
+    /// Completes every whole reply in the input, in order.
+    fn deliver(&mut self, addr: &str) -> Result<(), ConnError> {
+        self.answered |= !self.input.is_empty();
+        let (pending, frames) = (&mut self.pending, &mut self.frames);
+        take_frames(&mut self.input, self.limits, |frame| {
+            let Some(slot) = pending.front() else {
+                return Err(ConnError::Protocol(format!(
+                    "{addr} sent a reply nobody asked for: {frame:?}"
+                )));
+            };
+            if frames.is_empty() {
+                frames.reserve_exact(slot.replies);
+            }
+            frames.push(frame);
+            if frames.len() >= slot.replies {
+                let slot = pending.pop_front().expect("a front slot");
+                let _ = slot.done.send(Ok(std::mem::take(frames)));
+            }
+            Ok(())
+        })
+    }
+
     fn push(&mut self, request: Request) {
         self.pending.push_back(Pending {
             replies: request.replies,
@@ -386,29 +718,13 @@ impl Driver {
                 }
             });
             let drained = match read {
-                Ok(0) => return Err(ConnError::Reset(format!("{addr} closed the connection"))),
+                Ok(0) => return Err(self.closed(addr)),
                 Ok(_) => false,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(ConnError::Reset(format!("{addr}: {e}"))),
+                Err(e) => return Err(self.broken(addr, &e)),
             };
-            let (pending, frames) = (&mut self.pending, &mut self.frames);
-            take_frames(&mut self.input, self.limits, |frame| {
-                let Some(slot) = pending.front() else {
-                    return Err(ConnError::Protocol(format!(
-                        "{addr} sent a reply nobody asked for: {frame:?}"
-                    )));
-                };
-                if frames.is_empty() {
-                    frames.reserve_exact(slot.replies);
-                }
-                frames.push(frame);
-                if frames.len() >= slot.replies {
-                    let slot = pending.pop_front().expect("a front slot");
-                    let _ = slot.done.send(Ok(std::mem::take(frames)));
-                }
-                Ok(())
-            })?;
+            self.deliver(addr)?;
             if drained {
                 return Ok(());
             }

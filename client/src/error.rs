@@ -49,6 +49,17 @@ pub enum Error {
         /// What was wrong.
         detail: String,
     },
+    /// The TLS handshake with a node failed: a certificate the
+    /// configuration does not trust (wrong CA, expired, another name), a
+    /// node that does not speak TLS on that port, or a client certificate
+    /// it refused. Not churn: surfaced at once.
+    #[error("TLS with {node}: {detail}")]
+    Tls {
+        /// The node's address.
+        node: String,
+        /// What failed, in rustls's words, with a hint where one helps.
+        detail: String,
+    },
     /// A reply larger than the configured limit (`Builder::max_reply_bytes`).
     #[error("reply from {node} is larger than {limit} bytes")]
     ReplyTooLarge {

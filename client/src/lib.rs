@@ -52,14 +52,19 @@ mod transaction;
 mod value;
 
 pub use client::{Client, Versioned};
-pub use cluster_map::{parse_cluster_shards, parse_cluster_slots, MapError, SlotRange};
+pub use cluster_map::{
+    parse_cluster_shards, parse_cluster_shards_over, parse_cluster_slots, MapError, SlotRange,
+};
 pub use config::{
-    Builder, Durability, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
-    REFRESH_DEBOUNCE,
+    Builder, Durability, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_POLL_INTERVAL, REFRESH_DEBOUNCE,
 };
 pub use conn::Credentials;
 pub use error::Error;
 pub use pipeline::Pipeline;
+/// The TLS library [`Builder::tls`] takes a configuration of, re-exported
+/// so its version always matches.
+pub use rustls;
 pub use stats::Stats;
 pub use transaction::{Transaction, Watched};
 pub use value::Value;

@@ -2,13 +2,16 @@
 //! immutable, swapped whole; and the nodes, each with its one connection.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::Mutex;
 use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
 use crate::cluster_map::SlotRange;
+use crate::config::ReadFrom;
 use crate::conn::{ConnError, ConnOptions, Connection};
 
 /// One node: its address and its one shared connection, made on first use
@@ -20,6 +23,20 @@ pub(crate) struct Node {
     /// Connections of their own for blocking commands and `WATCH`, kept
     /// for the next one when handed back clean.
     spares: std::sync::Mutex<Vec<Arc<Connection>>>,
+    /// When connecting last failed (ms on the registry's clock, +1; 0:
+    /// never or since succeeded): replica reads pass over it meanwhile.
+    failed_at: AtomicU64,
+}
+
+/// A replica whose connection failed is passed over for reads this long,
+/// then tried again.
+const REPLICA_PAUSE_MS: u64 = 2_000;
+
+/// Milliseconds since the first call (+1), for `failed_at`.
+fn clock_ms() -> u64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = *ORIGIN.get_or_init(Instant::now);
+    u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
 }
 
 /// At most this many spare dedicated connections per node.
@@ -32,7 +49,14 @@ impl Node {
             conn: ArcSwapOption::empty(),
             connecting: Mutex::new(()),
             spares: std::sync::Mutex::default(),
+            failed_at: AtomicU64::new(0),
         }
+    }
+
+    /// Whether connecting failed within the last [`REPLICA_PAUSE_MS`].
+    pub(crate) fn recently_failed(&self) -> bool {
+        let at = self.failed_at.load(Ordering::Relaxed);
+        at != 0 && clock_ms().saturating_sub(at) < REPLICA_PAUSE_MS
     }
 
     /// A connection no one else uses: a spare if one is alive, else a new
@@ -81,9 +105,18 @@ impl Node {
         if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
             return Ok(conn);
         }
-        let conn = Arc::new(Connection::connect(&self.addr, timeout, options).await?);
-        self.conn.store(Some(conn.clone()));
-        Ok(conn)
+        match Connection::connect(&self.addr, timeout, options).await {
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                self.failed_at.store(0, Ordering::Relaxed);
+                self.conn.store(Some(conn.clone()));
+                Ok(conn)
+            }
+            Err(e) => {
+                self.failed_at.store(clock_ms(), Ordering::Relaxed);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -121,6 +154,8 @@ impl Registry {
 pub(crate) struct Snapshot {
     pub(crate) table: SegmentTable<Box<[OwnerId]>>,
     pub(crate) owners: Vec<Arc<Node>>,
+    /// The replicas of each owner (same index), for replica reads.
+    pub(crate) replicas: Vec<Vec<Arc<Node>>>,
 }
 
 impl Snapshot {
@@ -130,6 +165,7 @@ impl Snapshot {
         Self {
             table: SegmentTable::new(unowned).expect("16384 segments"),
             owners: Vec::new(),
+            replicas: Vec::new(),
         }
     }
 
@@ -138,6 +174,13 @@ impl Snapshot {
         let mut map = Self::empty();
         for range in ranges {
             let owner = owner_index(&mut map.owners, &range.master, registry);
+            map.replicas.resize_with(map.owners.len(), Vec::new);
+            let replicas = &mut map.replicas[usize::from(owner)];
+            for addr in &range.replicas {
+                if !replicas.iter().any(|n| *n.addr == **addr) {
+                    replicas.push(registry.node(addr));
+                }
+            }
             map.table.apply(&OwnershipChange {
                 first_slot: range.first,
                 last_slot: range.last,
@@ -154,6 +197,31 @@ impl Snapshot {
         self.owners
             .get(usize::from(owner))
             .ok_or(RouteError::MapMidUpdate { segment: slot })
+    }
+
+    /// The node to read `slot` from under `policy`: a replica of its owner
+    /// (round robin by `turn`, passing over replicas that just failed to
+    /// connect), else the owner.
+    pub(crate) fn reader_of_slot(
+        &self,
+        slot: u16,
+        policy: ReadFrom,
+        turn: usize,
+    ) -> Result<&Arc<Node>, RouteError> {
+        let owner = self.owner_of_slot(slot)?;
+        let index = usize::from(self.table.owner_of_slot(slot)?);
+        let replicas = self.replicas.get(index).map_or(&[][..], Vec::as_slice);
+        let healthy = replicas.iter().filter(|n| !n.recently_failed());
+        let count = healthy.clone().count();
+        Ok(match policy {
+            ReadFrom::Primary => owner,
+            ReadFrom::PreferReplica if count == 0 => owner,
+            ReadFrom::PreferReplica => healthy.clone().nth(turn % count).unwrap_or(owner),
+            ReadFrom::AnyNode => match turn % (count + 1) {
+                0 => owner,
+                i => healthy.clone().nth(i - 1).unwrap_or(owner),
+            },
+        })
     }
 
     /// A copy with `first..=last` pointed at `addr` (the push path: clone,
@@ -182,7 +250,16 @@ impl Snapshot {
             last_slot: last,
             owner,
         });
-        (changed > 0).then(|| (Self { table, owners }, changed))
+        let mut replicas = self.replicas.clone();
+        replicas.resize_with(owners.len(), Vec::new);
+        (changed > 0).then(|| {
+            let next = Self {
+                table,
+                owners,
+                replicas,
+            };
+            (next, changed)
+        })
     }
 
     /// The distinct owners, in slot order: the targets of a fan-out.

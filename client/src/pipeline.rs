@@ -46,6 +46,7 @@ struct Request {
     replies: u8,
     write: bool,
     blocking: bool,
+    read: bool,
 }
 
 /// Where a pipeline's request goes.
@@ -90,14 +91,14 @@ impl Pipeline {
         let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
         let command = match self.inner.plan(&args) {
             Ok((Plan::Slot(slot), info)) => {
-                let (replies, write, blocking) =
-                    self.inner.encode_command(&mut self.bytes, &args, info);
+                let encoded = self.inner.encode_command(&mut self.bytes, &args, info);
                 self.requests.push(Request {
                     end: self.bytes.len(),
                     to: Target::Slot(slot),
-                    replies: replies as u8,
-                    write,
-                    blocking,
+                    replies: encoded.replies as u8,
+                    write: encoded.write,
+                    blocking: encoded.blocking,
+                    read: encoded.read,
                 });
                 Command::One
             }
@@ -118,6 +119,7 @@ impl Pipeline {
                             replies: part.packed.replies as u8,
                             write: part.write,
                             blocking: part.packed.blocking,
+                            read: part.packed.read,
                         });
                     }
                     Command::Many {
@@ -236,5 +238,9 @@ impl Requests for Batch {
 
     fn blocking(&self, i: usize) -> bool {
         self.requests[i].blocking
+    }
+
+    fn read(&self, i: usize) -> bool {
+        self.requests[i].read
     }
 }

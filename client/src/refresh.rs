@@ -15,13 +15,34 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::client::Inner;
-use crate::cluster_map::{parse_cluster_shards, parse_cluster_slots, SlotRange};
+use crate::cluster_map::{parse_cluster_shards_over, parse_cluster_slots, SlotRange};
 use crate::config::REFRESH_DEBOUNCE;
-use crate::conn::encode;
+use crate::conn::{encode, ConnError};
 use crate::map::{Node, Snapshot};
 use crate::stats::Counters;
 use crate::value::from_frame;
 use crate::{Error, Value};
+
+/// Why a node gave no map: no answer, or an answer that is not one.
+enum FetchError {
+    Conn(ConnError),
+    Map(String),
+}
+
+impl From<ConnError> for FetchError {
+    fn from(e: ConnError) -> Self {
+        FetchError::Conn(e)
+    }
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Conn(e) => e.fmt(f),
+            FetchError::Map(e) => f.write_str(e),
+        }
+    }
+}
 
 /// One refresh in flight; its riders wait on `done`.
 struct Flight {
@@ -162,8 +183,13 @@ impl Inner {
                 }
             }
             let mut tried = Vec::new();
+            let mut tls_failures = 0;
             for node in candidates {
                 match self.fetch_map(&node).await {
+                    Err(FetchError::Conn(ConnError::Tls(why))) => {
+                        tls_failures += 1;
+                        tried.push((node.addr.to_string(), why));
+                    }
                     Ok(ranges) if !ranges.is_empty() => {
                         let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
                         self.snapshot
@@ -172,45 +198,41 @@ impl Inner {
                         return Ok(());
                     }
                     Ok(_) => tried.push((node.addr.to_string(), "no slots assigned".to_owned())),
-                    Err(e) => tried.push((node.addr.to_string(), e)),
+                    Err(e) => tried.push((node.addr.to_string(), e.to_string())),
                 }
             }
             Counters::bump(&self.counters.refreshes_failed);
             tracing::warn!(?tried, "no node answered with a map");
+            // Every node refused our TLS: say that, not "unreachable".
+            if tls_failures == tried.len() {
+                if let Some((node, detail)) = tried.into_iter().next() {
+                    return Err(Error::Tls { node, detail });
+                }
+                return Err(Error::NoSeedReachable { tried: Vec::new() });
+            }
             Err(Error::NoSeedReachable { tried })
         }
         .instrument(span)
         .await
     }
 
-    async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, String> {
+    /// The map as `node` sees it (`CLUSTER SHARDS`, or `CLUSTER SLOTS`
+    /// before Redis 7); a failure as the connection error or in words.
+    async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, FetchError> {
         let timeout = self.config.attempt_timeout;
-        let conn = node
-            .connection(timeout, &self.config.conn)
-            .await
-            .map_err(|e| e.to_string())?;
+        let conn = node.connection(timeout, &self.config.conn).await?;
         let ask = |args: &[&[u8]]| conn.request(encode(&[args]), 1, timeout);
         let first =
             |mut frames: Vec<BytesFrame>| frames.pop().map(from_frame).unwrap_or(Value::Nil);
-        let reply = first(
-            ask(&[b"CLUSTER", b"SHARDS"])
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        match reply {
+        let unusable = |e: &dyn std::fmt::Display| FetchError::Map(e.to_string());
+        match first(ask(&[b"CLUSTER", b"SHARDS"]).await?) {
             // Before Redis 7: no CLUSTER SHARDS.
-            Value::Error(_) => {
-                let reply = first(
-                    ask(&[b"CLUSTER", b"SLOTS"])
-                        .await
-                        .map_err(|e| e.to_string())?,
-                );
-                match reply {
-                    Value::Error(e) => Err(e),
-                    reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| e.to_string()),
-                }
-            }
-            reply => parse_cluster_shards(&reply, &node.addr).map_err(|e| e.to_string()),
+            Value::Error(_) => match first(ask(&[b"CLUSTER", b"SLOTS"]).await?) {
+                Value::Error(e) => Err(unusable(&e)),
+                reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| unusable(&e)),
+            },
+            reply => parse_cluster_shards_over(&reply, &node.addr, self.config.conn.tls.is_some())
+                .map_err(|e| unusable(&e)),
         }
     }
 }

@@ -19,8 +19,11 @@ use zaris_core::{
     TransportFailure,
 };
 
+use std::sync::atomic::Ordering;
+
 use crate::client::Inner;
 use crate::cluster_map::{address, host_of};
+use crate::config::ReadFrom;
 use crate::conn::{encode, ConnError};
 use crate::map::Node;
 use crate::stats::Counters;
@@ -59,6 +62,16 @@ pub(crate) struct Packed {
     /// A blocking command (`BLPOP`): sent on a connection of its own, so it
     /// holds up no one else's replies, and allowed the whole deadline.
     pub(crate) blocking: bool,
+    /// A read (the servers flag it read-only): a replica may serve it.
+    pub(crate) read: bool,
+}
+
+impl Packed {
+    /// The same command, marked as a read.
+    pub(crate) fn reading(mut self) -> Self {
+        self.read = true;
+        self
+    }
 }
 
 /// `commands` encoded back to back.
@@ -68,6 +81,7 @@ pub(crate) fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
         bytes: encode(commands),
         replies: commands.len(),
         blocking: false,
+        read: false,
     }
 }
 
@@ -90,6 +104,8 @@ pub(crate) trait Requests {
     fn shared(&self, i: usize) -> Bytes;
     fn replies(&self, i: usize) -> usize;
     fn blocking(&self, i: usize) -> bool;
+    /// Whether a replica may serve it (`Builder::read_from`).
+    fn read(&self, i: usize) -> bool;
 }
 
 impl Requests for [(Route, Packed)] {
@@ -118,6 +134,10 @@ impl Requests for [(Route, Packed)] {
 
     fn blocking(&self, i: usize) -> bool {
         self[i].1.blocking
+    }
+
+    fn read(&self, i: usize) -> bool {
+        self[i].1.read
     }
 }
 
@@ -384,6 +404,7 @@ impl Inner {
         failed: &mut Vec<(usize, Failure)>,
     ) -> SmallVec<[Batch; 1]> {
         let snapshot = self.snapshot.load();
+        let read_from = self.config.read_from;
         let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
         self.counters
             .attempts
@@ -392,9 +413,19 @@ impl Inner {
             let blocking = requests.blocking(in_flight.index);
             let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
             let following = asking.is_some();
+            // A read may go to a replica on its first attempt; a retry
+            // (MOVED from a replica, a dead one, a time-out) asks the owner.
+            let replica_read = read_from != ReadFrom::Primary
+                && in_flight.state.is_none()
+                && requests.read(in_flight.index);
             let node = match (&asking, requests.to(in_flight.index)) {
                 (Some(node), _) => node,
-                (None, To::Slot(slot)) => match snapshot.owner_of_slot(slot) {
+                (None, To::Slot(slot)) => match if replica_read {
+                    let turn = self.next_any.fetch_add(1, Ordering::Relaxed);
+                    snapshot.reader_of_slot(slot, read_from, turn)
+                } else {
+                    snapshot.owner_of_slot(slot)
+                } {
                     Ok(node) => node,
                     Err(e) => {
                         let failure = match e {
@@ -513,6 +544,10 @@ impl Inner {
                 detail: why,
             }),
             ConnError::Rejected(why) => Verdict::Fatal(Error::Server(why)),
+            ConnError::Tls(why) => Verdict::Fatal(Error::Tls {
+                node: addr,
+                detail: why,
+            }),
             ConnError::TooLarge { limit } => {
                 Verdict::Fatal(Error::ReplyTooLarge { node: addr, limit })
             }

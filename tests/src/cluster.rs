@@ -7,7 +7,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::{Frame, RedisNode, RespConn};
+use crate::{Frame, RedisNode, RespConn, Transport};
 
 /// Cluster bus time-out: a dead master is failed over in a second or two.
 const NODE_TIMEOUT_MS: &str = "1000";
@@ -36,6 +36,7 @@ const NODE_ARGS: &[&str] = &[
 /// A running cluster.
 pub struct Cluster {
     binary: String,
+    transport: Transport,
     nodes: Vec<RedisNode>,
     ids: Vec<String>,
 }
@@ -103,9 +104,24 @@ impl Cluster {
     /// # Errors
     /// A node did not start, or the cluster did not converge.
     pub fn start(binary: &str, masters: usize, replicas: usize) -> io::Result<Self> {
+        Self::start_on(binary, masters, replicas, Transport::Plain)
+    }
+
+    /// [`Cluster::start`], every node reached by `transport` (TLS only,
+    /// the cluster bus and replication included, for [`Transport::Tls`]).
+    ///
+    /// # Errors
+    /// A node did not start, or the cluster did not converge.
+    pub fn start_on(
+        binary: &str,
+        masters: usize,
+        replicas: usize,
+        transport: Transport,
+    ) -> io::Result<Self> {
         let total = masters * (1 + replicas);
         let mut cluster = Self {
             binary: binary.to_owned(),
+            transport,
             nodes: Vec::new(),
             ids: Vec::new(),
         };
@@ -145,7 +161,8 @@ impl Cluster {
     }
 
     fn spawn_node(&mut self) -> io::Result<usize> {
-        let node = RedisNode::start_cluster_node(&self.binary, NODE_ARGS)?;
+        let node =
+            RedisNode::start_cluster_node_on(&self.binary, NODE_ARGS, self.transport.clone())?;
         let id = text(&node.connect()?.command(&[b"CLUSTER", b"MYID"])?);
         self.nodes.push(node);
         self.ids.push(id);
@@ -317,7 +334,10 @@ impl Cluster {
                 let health = field(&node, "health").map(|f| text(&f));
                 if role.as_deref() == Some("master") && health.as_deref() == Some("online") {
                     let ip = field(&node, "ip").map(|f| text(&f)).unwrap_or_default();
-                    let port = field(&node, "port").map(|f| text(&f)).unwrap_or_default();
+                    let port = field(&node, "port")
+                        .or_else(|| field(&node, "tls-port"))
+                        .map(|f| text(&f))
+                        .unwrap_or_default();
                     return Ok(format!("{ip}:{port}"));
                 }
             }

@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 
 pub mod cluster;
 pub mod keys;
+pub mod tls;
 use std::time::{Duration, Instant};
 
 use redis_protocol::resp2::decode::decode;
@@ -69,6 +70,42 @@ pub fn servers_under_test() -> Vec<String> {
     servers
 }
 
+/// How a node is reached: plain text, or TLS only.
+#[derive(Clone, Default)]
+pub enum Transport {
+    /// A plain-text port.
+    #[default]
+    Plain,
+    /// A TLS port and no plain-text one; nodes talk TLS to each other.
+    Tls {
+        /// The certificates.
+        pki: std::sync::Arc<tls::Pki>,
+        /// The certificate the node presents.
+        cert: tls::ServerCert,
+        /// Whether clients must present a certificate.
+        mutual: bool,
+    },
+}
+
+impl Transport {
+    /// TLS with a valid certificate, client certificates optional.
+    #[must_use]
+    pub fn tls(pki: &std::sync::Arc<tls::Pki>) -> Self {
+        Transport::Tls {
+            pki: pki.clone(),
+            cert: tls::ServerCert::Valid,
+            mutual: false,
+        }
+    }
+
+    fn port_args(&self, port: u16) -> Vec<String> {
+        match self {
+            Transport::Plain => vec!["--port".into(), port.to_string()],
+            Transport::Tls { pki, cert, mutual } => pki.server_args(port, *cert, *mutual),
+        }
+    }
+}
+
 /// A running server process, killed on drop.
 pub struct RedisNode {
     port: u16,
@@ -76,15 +113,23 @@ pub struct RedisNode {
     dir: tempfile::TempDir,
     binary: String,
     args: Vec<String>,
+    transport: Transport,
     running: bool,
 }
 
 /// Runs `binary` in cluster mode on `port` in `dir`, killed with its parent
 /// thread.
-fn spawn(binary: &str, dir: &std::path::Path, port: u16, extra: &[String]) -> io::Result<Child> {
+fn spawn(
+    binary: &str,
+    dir: &std::path::Path,
+    port: u16,
+    transport: &Transport,
+    extra: &[String],
+) -> io::Result<Child> {
     let mut cmd = Command::new(binary);
     cmd.current_dir(dir)
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(transport.port_args(port))
         .args([
             "--cluster-enabled",
             "yes",
@@ -123,16 +168,30 @@ impl RedisNode {
     /// # Errors
     /// The binary is missing, or the server did not answer in time.
     pub fn start_cluster_node(binary: &str, extra: &[&str]) -> io::Result<Self> {
+        Self::start_cluster_node_on(binary, extra, Transport::Plain)
+    }
+
+    /// Starts a node in cluster mode on a free port, reached by
+    /// `transport`, and waits for `PING`.
+    ///
+    /// # Errors
+    /// The binary is missing, or the server did not answer in time.
+    pub fn start_cluster_node_on(
+        binary: &str,
+        extra: &[&str],
+        transport: Transport,
+    ) -> io::Result<Self> {
         let dir = tempfile::Builder::new().prefix("zaris-redis-").tempdir()?;
         let port = free_port()?;
         let args: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
-        let child = spawn(binary, dir.path(), port, &args)?;
+        let child = spawn(binary, dir.path(), port, &transport, &args)?;
         let mut node = Self {
             port,
             child,
             dir,
             binary: binary.to_owned(),
             args,
+            transport,
             running: true,
         };
         node.wait_ready()?;
@@ -157,7 +216,13 @@ impl RedisNode {
         if self.running {
             return Ok(());
         }
-        self.child = spawn(&self.binary, self.dir.path(), self.port, &self.args)?;
+        self.child = spawn(
+            &self.binary,
+            self.dir.path(),
+            self.port,
+            &self.transport,
+            &self.args,
+        )?;
         self.running = true;
         self.wait_ready()
     }
@@ -215,7 +280,16 @@ impl RedisNode {
     /// # Errors
     /// The server does not accept it.
     pub fn connect(&self) -> io::Result<RespConn> {
-        RespConn::connect(&self.addr())
+        match &self.transport {
+            Transport::Plain => RespConn::connect(&self.addr()),
+            Transport::Tls { pki, .. } => RespConn::connect_tls(&self.addr(), pki),
+        }
+    }
+
+    /// How the node is reached.
+    #[must_use]
+    pub fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// The server's log file.
@@ -250,6 +324,15 @@ fn free_port() -> io::Result<u16> {
     Err(io::Error::other("no free port pair found"))
 }
 
+/// A TCP connection with the test time-outs.
+fn tcp(addr: &str) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
 /// A simple-string frame.
 #[must_use]
 pub fn simple(s: &str) -> OwnedFrame {
@@ -258,8 +341,39 @@ pub fn simple(s: &str) -> OwnedFrame {
 
 /// A blocking RESP2 connection for tests and tooling.
 pub struct RespConn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
+}
+
+/// A test connection's socket: plain or TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
 }
 
 impl RespConn {
@@ -268,12 +382,29 @@ impl RespConn {
     /// # Errors
     /// The connection is refused or times out.
     pub fn connect(addr: &str) -> io::Result<Self> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_read_timeout(Some(IO_TIMEOUT))?;
-        stream.set_write_timeout(Some(IO_TIMEOUT))?;
-        stream.set_nodelay(true)?;
         Ok(Self {
-            stream,
+            stream: Stream::Plain(tcp(addr)?),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Connects to `addr` over TLS, trusting the test CA and presenting
+    /// the client certificate.
+    ///
+    /// # Errors
+    /// The connection is refused or times out, or the handshake fails.
+    pub fn connect_tls(addr: &str, pki: &tls::Pki) -> io::Result<Self> {
+        let config = std::sync::Arc::new(tls::AnyCert::config(pki)?);
+        let name =
+            rustls::pki_types::ServerName::try_from("localhost").map_err(io::Error::other)?;
+        let conn = rustls::ClientConnection::new(config, name).map_err(io::Error::other)?;
+        let mut stream = rustls::StreamOwned::new(conn, tcp(addr)?);
+        // The handshake now, so a failure shows here.
+        while stream.conn.is_handshaking() {
+            stream.conn.complete_io(&mut stream.sock)?;
+        }
+        Ok(Self {
+            stream: Stream::Tls(Box::new(stream)),
             buf: Vec::new(),
         })
     }
@@ -309,6 +440,7 @@ impl RespConn {
             count += 1;
         }
         self.stream.write_all(&out)?;
+        self.stream.flush()?;
         (0..count).map(|_| self.read_frame()).collect()
     }
 

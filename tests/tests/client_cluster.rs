@@ -18,10 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Error, KvStatus, Stats};
+use zaris_client::{Builder, Client, Error, KvStatus, Stats};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{servers_under_test, Frame};
+use zaris_tests::tls::Pki;
+use zaris_tests::{servers_under_test, Frame, Transport};
 
 /// Clusters are started one at a time: on 2 cores, two clusters failing
 /// over at once would time each other out.
@@ -46,6 +47,56 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// How a test reaches its cluster: plain text, or TLS only (`rediss://`
+/// seeds, the test CA trusted).
+struct Over {
+    name: &'static str,
+    transport: Transport,
+    tls: Option<zaris_client::rustls::ClientConfig>,
+}
+
+impl Over {
+    /// Plain text, then TLS with fresh certificates.
+    fn both() -> Vec<Over> {
+        let pki = Pki::generate().expect("certificates");
+        vec![
+            Over {
+                name: "plain",
+                transport: Transport::Plain,
+                tls: None,
+            },
+            Over {
+                name: "TLS",
+                transport: Transport::tls(&pki),
+                tls: Some(pki.client_config("ca.pem", false).expect("TLS config")),
+            },
+        ]
+    }
+
+    fn start(&self, server: &str, masters: usize, replicas: usize) -> Cluster {
+        Cluster::start_on(server, masters, replicas, self.transport.clone()).expect("cluster")
+    }
+
+    /// The seeds of `cluster` as this transport names them.
+    fn seeds(&self, cluster: &Cluster) -> Vec<String> {
+        let scheme = if self.tls.is_some() { "rediss://" } else { "" };
+        cluster
+            .addrs()
+            .iter()
+            .map(|a| format!("{scheme}{a}"))
+            .collect()
+    }
+
+    /// A builder with the defaults of docs/behaviour.md §3 and this TLS.
+    fn builder(&self) -> Builder {
+        let builder = Client::builder().env(no_env);
+        match &self.tls {
+            Some(config) => builder.tls(config.clone()),
+            None => builder,
+        }
+    }
+}
+
 fn sample_keys() -> Vec<Vec<u8>> {
     let mut keys = Vec::new();
     for i in 0..150u32 {
@@ -68,12 +119,23 @@ fn sample_keys() -> Vec<Vec<u8>> {
 #[test]
 fn steady_state_routes_every_key_to_its_owner_without_redirects() {
     let _one = one_at_a_time();
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    for over in Over::both() {
+        for server in servers_under_test() {
+            steady_state(&server, &over);
+        }
+    }
+}
+
+fn steady_state(binary: &str, over: &Over) {
+    {
+        let server = format!("{binary} ({})", over.name);
+        let cluster = over.start(binary, 3, 1);
         let rt = runtime();
-        let client = rt
-            .block_on(Client::builder().env(no_env).connect(&[&cluster.addr(0)]))
-            .expect("connect");
+        let seeds = over.seeds(&cluster);
+        // No poll during the test: it counts refreshes, and must not race
+        // a tick on a slow machine.
+        let quiet = over.builder().poll_interval(Duration::from_secs(3600));
+        let client = rt.block_on(quiet.connect(&[&seeds[0]])).expect("connect");
         let keys = sample_keys();
         for key in &keys {
             let slot = cluster.keyslot(key).unwrap();
@@ -85,6 +147,7 @@ fn steady_state_routes_every_key_to_its_owner_without_redirects() {
                 "{server}: owner of {key:?}"
             );
         }
+        let started = Instant::now();
         rt.block_on(async {
             for (i, key) in keys.iter().enumerate() {
                 client.set(key, format!("v{i}")).await.unwrap();
@@ -96,6 +159,11 @@ fn steady_state_routes_every_key_to_its_owner_without_redirects() {
                 );
             }
         });
+        eprintln!(
+            "{server}: {} sequential SET and GET in {:?}",
+            2 * keys.len(),
+            started.elapsed()
+        );
         let stats = client.stats();
         assert_eq!(stats.moved_redirects, 0, "{server}: {stats:?}");
         assert_eq!(stats.ask_redirects, 0, "{server}: {stats:?}");
@@ -334,19 +402,21 @@ fn delta(after: &Stats, before: &Stats) -> (u64, u64, u64) {
 #[test]
 fn churn_hides_ownership_moves_and_keeps_acknowledged_writes() {
     let _one = one_at_a_time();
-    for server in servers_under_test() {
-        churn(&server);
+    for over in Over::both() {
+        for server in servers_under_test() {
+            churn(&server, &over);
+        }
     }
 }
 
-fn churn(server: &str) {
-    let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
+fn churn(server: &str, over: &Over) {
+    let mut cluster = over.start(server, 3, 1);
+    let server = &format!("{server} ({})", over.name);
     let rt = runtime();
-    let seeds = cluster.addrs();
+    let seeds = over.seeds(&cluster);
     let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let builder = || {
-        Client::builder()
-            .env(no_env)
+        over.builder()
             .max_attempts(10)
             .request_timeout(Some(DEADLINE))
     };
