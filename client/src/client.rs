@@ -16,9 +16,9 @@ use zaris_core::{hash_tag, slot_for_key};
 
 use crate::config::{Builder, Config};
 use crate::map::{Registry, Snapshot};
-use crate::refresh::{poll, Gate};
+use crate::refresh::{poll, Gate, Redirects};
 use crate::request::{pack, Packed, Replies, Route};
-use crate::stats::{Counters, Stats};
+use crate::stats::{Counters, RefreshCause, Stats};
 use crate::Error;
 
 /// A stored value and its version (`get_versioned`, `set_if_version`).
@@ -44,6 +44,7 @@ pub(crate) struct Inner {
     pub(crate) registry: Registry,
     pub(crate) seeds: Vec<String>,
     pub(crate) gate: Arc<Gate>,
+    pub(crate) redirects: Redirects,
     pub(crate) counters: Counters,
     /// Distinguishes this client's request markers (`incr_by`).
     marker_prefix: u64,
@@ -87,6 +88,7 @@ impl Client {
         if seeds.is_empty() {
             return Err(Error::Config("no seed addresses given".into()));
         }
+        let min_interval = config.refresh_min_interval;
         let registry = Registry::default();
         for seed in seeds {
             registry.node(seed);
@@ -98,7 +100,8 @@ impl Client {
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),
             registry,
             seeds: seeds.iter().map(|s| (*s).to_owned()).collect(),
-            gate: Arc::new(Gate::new()),
+            gate: Arc::new(Gate::new(min_interval)),
+            redirects: Redirects::default(),
             counters: Counters::default(),
             marker_prefix,
             marker_seq: AtomicU64::new(0),
@@ -419,10 +422,10 @@ impl Client {
     }
 
     /// Refreshes the map now (coalesced with any refresh in flight; a no-op
-    /// within 500 ms of the last one).
+    /// within the minimum interval of the last one, 500 ms by default).
     pub async fn refresh_map(&self) {
         let wait = self.inner.config.refresh_wait;
-        self.inner.refresh(wait).await;
+        self.inner.refresh(RefreshCause::Requested, wait).await;
     }
 
     /// The counters so far.

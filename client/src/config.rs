@@ -63,6 +63,7 @@ pub(crate) struct Config {
     pub conn: ConnOptions,
     pub durability: Option<Durability>,
     pub read_from: ReadFrom,
+    pub refresh_min_interval: Duration,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
@@ -83,6 +84,7 @@ pub struct Builder {
     tls: Option<rustls::ClientConfig>,
     map_address: Option<AddressMap>,
     read_from: ReadFrom,
+    refresh_min_interval: Duration,
     env: EnvLookup,
 }
 
@@ -101,6 +103,7 @@ impl Default for Builder {
             tls: None,
             map_address: None,
             read_from: ReadFrom::Primary,
+            refresh_min_interval: REFRESH_DEBOUNCE,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -238,6 +241,15 @@ impl Builder {
         self
     }
 
+    /// The least time between two map refreshes, whatever asks for them
+    /// (default [`REFRESH_DEBOUNCE`], 500 ms): a request within it of the
+    /// last refresh uses the map as it is (`Stats::refreshes_debounced`).
+    #[must_use]
+    pub fn refresh_min_interval(mut self, interval: Duration) -> Self {
+        self.refresh_min_interval = interval;
+        self
+    }
+
     /// Which nodes serve reads (default [`ReadFrom::Primary`]). With
     /// replicas, every connection sends `READONLY` first.
     #[must_use]
@@ -329,6 +341,7 @@ impl Builder {
             },
             durability: self.durability,
             read_from: self.read_from,
+            refresh_min_interval: self.refresh_min_interval,
         })
     }
 }

@@ -21,6 +21,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::either::Either;
 use zaris_core::TransportFailure;
 
 use crate::cluster_map::host_of;
@@ -243,25 +244,17 @@ impl Connection {
         timeout: Duration,
         options: &ConnOptions,
     ) -> Result<Self, ConnError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let dial = options.dial_address(addr);
-        let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
-            .await
-            .map_err(|_| ConnError::TimedOut)??;
-        stream
-            .set_nodelay(true)
-            .map_err(|e| ConnError::Reset(e.to_string()))?;
+        let stream = open(addr, timeout, options).await?;
         let (requests, queue) = mpsc::channel(4096);
         let alive = Health::new();
         let name = addr.to_owned();
-        match &options.tls {
-            None => {
-                tokio::spawn(drive(stream, queue, alive.clone(), options.limits, name));
+        match stream {
+            Either::Left(tcp) => {
+                tokio::spawn(drive(tcp, queue, alive.clone(), options.limits, name));
             }
-            Some(config) => {
-                let stream = tls_handshake(config, addr, &dial, stream, deadline).await?;
+            Either::Right(tls) => {
                 tokio::spawn(drive_stream(
-                    stream,
+                    tls,
                     queue,
                     alive.clone(),
                     options.limits,
@@ -302,7 +295,7 @@ impl Connection {
                 }
             }
         }
-        tracing::debug!(addr, dial, tls = options.tls.is_some(), "connected");
+        tracing::debug!(addr, tls = options.tls.is_some(), "connected");
         Ok(conn)
     }
 
@@ -332,6 +325,32 @@ impl Connection {
         tokio::time::timeout(timeout, wait)
             .await
             .unwrap_or(Err(ConnError::TimedOut))
+    }
+}
+
+/// A socket to a node: plain TCP, or TLS over it.
+pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+
+/// Opens a socket to the node known as `addr` (dialing where the address
+/// map sends it) within `timeout`, TLS handshake included.
+pub(crate) async fn open(
+    addr: &str,
+    timeout: Duration,
+    options: &ConnOptions,
+) -> Result<Stream, ConnError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let dial = options.dial_address(addr);
+    let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
+        .await
+        .map_err(|_| ConnError::TimedOut)??;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| ConnError::Reset(e.to_string()))?;
+    match &options.tls {
+        None => Ok(Either::Left(stream)),
+        Some(config) => Ok(Either::Right(
+            tls_handshake(config, addr, &dial, stream, deadline).await?,
+        )),
     }
 }
 

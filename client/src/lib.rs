@@ -27,8 +27,13 @@
 //! - **Refreshes** (section 5): push (`apply_ownership_change`, `MOVED`
 //!   hints), poll (every 10 s) and react; single-flight, debounced 500 ms,
 //!   bounded wait, lock-free cleanup.
-//! - **Protocol**: RESP2 framing by `redis-protocol` (the parser `fred`
-//!   uses), zero-copy into `Bytes`.
+//! - **Protocol**: RESP2, encoded and parsed by hand in one pass (held to
+//!   `redis-protocol` by property tests), zero-copy into `Bytes`; TLS by
+//!   rustls.
+//! - **Production**: replica reads (`Builder::read_from`), TLS
+//!   (`Builder::tls`, `rediss://`), announced hostnames
+//!   (`Builder::map_address`), sharded pub/sub that follows its slots
+//!   (`Client::ssubscribe`, docs/behaviour.md §8).
 //!
 //! # Environment
 //! `ZARIS_REQUEST_TIMEOUT` (seconds or `infinite`, default 60),
@@ -44,6 +49,7 @@ mod conn;
 mod error;
 mod map;
 mod pipeline;
+mod pubsub;
 mod refresh;
 mod request;
 mod resp;
@@ -62,10 +68,11 @@ pub use config::{
 pub use conn::Credentials;
 pub use error::Error;
 pub use pipeline::Pipeline;
+pub use pubsub::{Received, Subscription};
 /// The TLS library [`Builder::tls`] takes a configuration of, re-exported
 /// so its version always matches.
 pub use rustls;
-pub use stats::Stats;
+pub use stats::{RefreshCause, Stats};
 pub use transaction::{Transaction, Watched};
 pub use value::Value;
 pub use zaris_core::{CommandError, KvStatus, StopReason, TransportFailure};

@@ -4,22 +4,23 @@
 //! that does not cancel the refresh for others, and a lock-free cleanup of
 //! the in-flight slot (compare-and-swap).
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis_protocol::resp2::types::BytesFrame;
 use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::client::Inner;
 use crate::cluster_map::{parse_cluster_shards_over, parse_cluster_slots, SlotRange};
-use crate::config::REFRESH_DEBOUNCE;
 use crate::conn::{encode, ConnError};
 use crate::map::{Node, Snapshot};
-use crate::stats::Counters;
+use crate::stats::{Counters, RefreshCause};
 use crate::value::from_frame;
 use crate::{Error, Value};
 
@@ -63,15 +64,18 @@ pub(crate) enum Refreshed {
 /// The single-flight gate.
 pub(crate) struct Gate {
     in_flight: ArcSwapOption<Flight>,
+    /// Refreshes never come closer together than this.
+    min_interval: Duration,
     /// When the last refresh finished, in ms after `origin` (+1; 0 = never).
     last_done: AtomicU64,
     origin: Instant,
 }
 
 impl Gate {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(min_interval: Duration) -> Self {
         Self {
             in_flight: ArcSwapOption::empty(),
+            min_interval,
             last_done: AtomicU64::new(0),
             origin: Instant::now(),
         }
@@ -87,6 +91,7 @@ impl Gate {
     pub(crate) async fn refresh<F>(
         self: &Arc<Self>,
         counters: &Counters,
+        cause: RefreshCause,
         wait: Duration,
         work: impl FnOnce() -> F,
     ) -> Refreshed
@@ -94,7 +99,8 @@ impl Gate {
         F: Future<Output = ()> + Send + 'static,
     {
         let last = self.last_done.load(Ordering::Acquire);
-        if last != 0 && self.now_ms().saturating_sub(last) < REFRESH_DEBOUNCE.as_millis() as u64 {
+        let min_interval = u64::try_from(self.min_interval.as_millis()).unwrap_or(u64::MAX);
+        if last != 0 && self.now_ms().saturating_sub(last) < min_interval {
             Counters::bump(&counters.refreshes_debounced);
             return Refreshed::Debounced;
         }
@@ -112,7 +118,7 @@ impl Gate {
             if previous.is_some() {
                 continue; // another caller won the race: ride theirs
             }
-            Counters::bump(&counters.refreshes_started);
+            counters.refresh_started(cause);
             let gate = self.clone();
             let mine = flight.clone();
             let work = work();
@@ -139,6 +145,110 @@ impl Gate {
     }
 }
 
+/// Recent `MOVED` redirects, to tell a loop from churn: a `MOVED` back to
+/// the node asked, or one that undoes a `MOVED` of the same slot between
+/// the same two nodes moments ago. A loop is not followed; the next
+/// refresh asks the other nodes first.
+#[derive(Default)]
+pub(crate) struct Redirects {
+    recent: std::sync::Mutex<VecDeque<Redirect>>,
+    looped: AtomicBool,
+    suspects: std::sync::Mutex<Vec<Arc<str>>>,
+}
+
+struct Redirect {
+    slot: u16,
+    from: Arc<str>,
+    to: Arc<str>,
+    at: Instant,
+}
+
+/// A `MOVED` undone within this long closes a loop.
+const LOOP_WINDOW: Duration = Duration::from_secs(2);
+/// Redirects remembered (they are rare: each one patches the map).
+const REMEMBERED: usize = 64;
+
+impl Redirects {
+    /// Records `from` answering `MOVED slot to`; `true` when it closes a
+    /// loop (and `from` and `to` become suspects for the next refresh).
+    pub(crate) fn note(&self, slot: u16, from: &str, to: &str) -> bool {
+        let now = Instant::now();
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let looped = from == to
+            || recent.iter().any(|r| {
+                r.slot == slot
+                    && *r.from == *to
+                    && *r.to == *from
+                    && now.duration_since(r.at) < LOOP_WINDOW
+            });
+        if recent.len() == REMEMBERED {
+            recent.pop_front();
+        }
+        recent.push_back(Redirect {
+            slot,
+            from: from.into(),
+            to: to.into(),
+            at: now,
+        });
+        drop(recent);
+        if looped {
+            let mut suspects = self.suspects.lock().unwrap_or_else(|e| e.into_inner());
+            for addr in [from, to] {
+                if !suspects.iter().any(|s| **s == *addr) {
+                    suspects.push(addr.into());
+                }
+            }
+            self.looped.store(true, Ordering::Release);
+        }
+        looped
+    }
+
+    /// Whether a loop was seen since the last call.
+    pub(crate) fn take_loop(&self) -> bool {
+        self.looped.swap(false, Ordering::AcqRel)
+    }
+
+    fn suspects(&self) -> Vec<Arc<str>> {
+        self.suspects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn clear_suspects(&self) {
+        self.suspects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+/// Nodes asked for the map at once; the answer most of them give wins.
+const VOTERS: usize = 3;
+/// After the first answer, how long the other voters have to answer.
+const VOTE_GRACE: Duration = Duration::from_millis(100);
+
+/// Which of the maps `answers` (in the order the nodes were asked) to
+/// adopt: among those covering the most slots (a map that leaves slots
+/// uncovered while another node covers them is never taken), the one the
+/// most nodes agree on; on a tie, the first asked.
+pub(crate) fn choose_map(answers: &[Vec<SlotRange>]) -> Option<usize> {
+    let coverage = |ranges: &[SlotRange]| -> u32 {
+        ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum()
+    };
+    let most = answers.iter().map(|a| coverage(a)).max()?;
+    let full: Vec<usize> = (0..answers.len())
+        .filter(|&i| coverage(&answers[i]) == most)
+        .collect();
+    let votes = |i: usize| {
+        full.iter()
+            .filter(|&&j| same_owners(&answers[j], &answers[i]))
+            .count()
+    };
+    // The first of the most voted: `max_by_key` keeps the last maximum.
+    full.iter().rev().max_by_key(|&&i| votes(i)).copied()
+}
+
 impl Inner {
     /// The push path: `first..=last` re-pointed at `addr` (copy, patch,
     /// swap); returns how many segments changed. Nothing changed, nothing
@@ -159,19 +269,30 @@ impl Inner {
         }
     }
 
-    /// A coalesced refresh, waited for at most `wait`.
-    pub(crate) async fn refresh(self: &Arc<Self>, wait: Duration) -> Refreshed {
+    /// A coalesced refresh for `cause`, waited for at most `wait`.
+    pub(crate) async fn refresh(
+        self: &Arc<Self>,
+        cause: RefreshCause,
+        wait: Duration,
+    ) -> Refreshed {
         let inner = self.clone();
+        // A redirect loop seen meanwhile is why this refresh matters.
+        let cause = if self.redirects.take_loop() {
+            RefreshCause::RedirectLoop
+        } else {
+            cause
+        };
         self.gate
-            .refresh(&self.counters, wait, move || async move {
+            .refresh(&self.counters, cause, wait, move || async move {
                 let _ = inner.load_map().await;
             })
             .await
     }
 
-    /// Asks the known nodes in turn (the current owners first, then every
-    /// other node heard of, then the seeds) until one answers with a map,
-    /// and publishes it.
+    /// Asks the known nodes for the map, [`VOTERS`] at a time (the current
+    /// owners first, then every other node heard of, then the seeds; nodes
+    /// caught in a redirect loop last) until some answer, and publishes
+    /// the map [`choose_map`] picks from their answers.
     pub(crate) async fn load_map(&self) -> Result<(), Error> {
         let span = tracing::info_span!("zaris.refresh");
         async {
@@ -182,24 +303,49 @@ impl Inner {
                     candidates.push(node);
                 }
             }
+            let suspects = self.redirects.suspects();
+            candidates.sort_by_key(|n| suspects.iter().any(|s| **s == *n.addr));
             let mut tried = Vec::new();
             let mut tls_failures = 0;
-            for node in candidates {
-                match self.fetch_map(&node).await {
-                    Err(FetchError::Conn(ConnError::Tls(why))) => {
-                        tls_failures += 1;
-                        tried.push((node.addr.to_string(), why));
+            let mut answers: Vec<(Arc<str>, Vec<SlotRange>)> = Vec::new();
+            for voters in candidates.chunks(VOTERS) {
+                for (node, fetched) in self.poll_voters(voters).await {
+                    match fetched {
+                        Ok(ranges) if !ranges.is_empty() => {
+                            answers.push((node.addr.clone(), ranges))
+                        }
+                        Ok(_) => {
+                            tried.push((node.addr.to_string(), "no slots assigned".to_owned()))
+                        }
+                        Err(FetchError::Conn(ConnError::Tls(why))) => {
+                            tls_failures += 1;
+                            tried.push((node.addr.to_string(), why));
+                        }
+                        Err(e) => tried.push((node.addr.to_string(), e.to_string())),
                     }
-                    Ok(ranges) if !ranges.is_empty() => {
-                        let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
-                        self.snapshot
-                            .store(Arc::new(Snapshot::from_ranges(&ranges, &self.registry)));
-                        tracing::info!(from = %node.addr, ranges = ranges.len(), slots, "map refreshed");
-                        return Ok(());
-                    }
-                    Ok(_) => tried.push((node.addr.to_string(), "no slots assigned".to_owned())),
-                    Err(e) => tried.push((node.addr.to_string(), e.to_string())),
                 }
+                if !answers.is_empty() {
+                    break;
+                }
+            }
+            let maps: Vec<Vec<SlotRange>> = answers.iter().map(|(_, m)| m.clone()).collect();
+            if let Some(chosen) = choose_map(&maps) {
+                let (from, ranges) = &answers[chosen];
+                let agree = maps.iter().filter(|m| same_owners(m, ranges)).count();
+                if agree < maps.len() {
+                    tracing::warn!(
+                        chosen = %from,
+                        agree,
+                        asked = maps.len(),
+                        "nodes disagree about the map: took the most complete map most agree on"
+                    );
+                }
+                let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
+                self.snapshot
+                    .store(Arc::new(Snapshot::from_ranges(ranges, &self.registry)));
+                self.redirects.clear_suspects();
+                tracing::info!(from = %from, ranges = ranges.len(), slots, agree, "map refreshed");
+                return Ok(());
             }
             Counters::bump(&self.counters.refreshes_failed);
             tracing::warn!(?tried, "no node answered with a map");
@@ -214,6 +360,43 @@ impl Inner {
         }
         .instrument(span)
         .await
+    }
+
+    /// Asks `voters` at once. Once one has answered, the others get
+    /// [`VOTE_GRACE`] more: a node that accepts connections but never
+    /// answers (a frozen process) must not hold the refresh up for a whole
+    /// attempt time-out. Those still silent are left out.
+    async fn poll_voters<'a>(
+        &self,
+        voters: &'a [Arc<Node>],
+    ) -> Vec<(&'a Arc<Node>, Result<Vec<SlotRange>, FetchError>)> {
+        let mut pending: FuturesUnordered<_> = voters
+            .iter()
+            .map(|node| async move { (node, self.fetch_map(node).await) })
+            .collect();
+        let mut results = Vec::with_capacity(voters.len());
+        let mut grace: Option<tokio::time::Instant> = None;
+        loop {
+            let next = match grace {
+                None => pending.next().await,
+                Some(until) => match tokio::time::timeout_at(until, pending.next()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                },
+            };
+            let Some((node, fetched)) = next else { break };
+            if grace.is_none() && matches!(&fetched, Ok(ranges) if !ranges.is_empty()) {
+                grace = Some(tokio::time::Instant::now() + VOTE_GRACE);
+            }
+            results.push((node, fetched));
+        }
+        if !pending.is_empty() {
+            tracing::debug!(
+                silent = pending.len(),
+                "left out of the vote: no answer in time"
+            );
+        }
+        results
     }
 
     /// The map as `node` sees it (`CLUSTER SHARDS`, or `CLUSTER SLOTS`
@@ -237,6 +420,21 @@ impl Inner {
     }
 }
 
+/// A map's owners in slot order, replicas aside: two maps agree when these
+/// are equal.
+fn owners(ranges: &[SlotRange]) -> Vec<(u16, u16, &str)> {
+    let mut owners: Vec<(u16, u16, &str)> = ranges
+        .iter()
+        .map(|r| (r.first, r.last, r.master.as_str()))
+        .collect();
+    owners.sort_unstable();
+    owners
+}
+
+fn same_owners(a: &[SlotRange], b: &[SlotRange]) -> bool {
+    owners(a) == owners(b)
+}
+
 /// The poll of docs/behaviour.md §5: the whole map every interval, until
 /// the client is dropped.
 pub(crate) async fn poll(inner: Weak<Inner>) {
@@ -249,7 +447,7 @@ pub(crate) async fn poll(inner: Weak<Inner>) {
         ticks.tick().await;
         let Some(inner) = inner.upgrade() else { return };
         let wait = inner.config.refresh_wait;
-        inner.refresh(wait).await;
+        inner.refresh(RefreshCause::Poll, wait).await;
     }
 }
 
@@ -260,17 +458,22 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_callers_share_one_refresh_then_debounce() {
-        let gate = Arc::new(Gate::new());
+        let gate = Arc::new(Gate::new(Duration::from_millis(500)));
         let counters = Arc::new(Counters::default());
         let runs = Arc::new(AtomicU32::new(0));
         let callers: Vec<_> = (0..500)
             .map(|_| {
                 let (gate, counters, runs) = (gate.clone(), counters.clone(), runs.clone());
                 tokio::spawn(async move {
-                    gate.refresh(&counters, Duration::from_secs(5), move || async move {
-                        runs.fetch_add(1, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    })
+                    gate.refresh(
+                        &counters,
+                        RefreshCause::Poll,
+                        Duration::from_secs(5),
+                        move || async move {
+                            runs.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        },
+                    )
                     .await
                 })
             })
@@ -294,32 +497,43 @@ mod tests {
         assert!(gate.in_flight.load().is_none(), "the slot is cleared");
         // Within 500 ms of the last refresh: nothing happens.
         let again = gate
-            .refresh(&counters, Duration::from_secs(5), || async {
-                panic!("debounced")
-            })
+            .refresh(
+                &counters,
+                RefreshCause::Poll,
+                Duration::from_secs(5),
+                || async { panic!("debounced") },
+            )
             .await;
         assert_eq!(again, Refreshed::Debounced);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_caller_stops_waiting_without_cancelling() {
-        let gate = Arc::new(Gate::new());
+        let gate = Arc::new(Gate::new(Duration::from_millis(500)));
         let counters = Counters::default();
         let finished = Arc::new(AtomicU32::new(0));
         let flag = finished.clone();
         let outcome = gate
-            .refresh(&counters, Duration::from_millis(50), move || async move {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                flag.fetch_add(1, Ordering::SeqCst);
-            })
+            .refresh(
+                &counters,
+                RefreshCause::Poll,
+                Duration::from_millis(50),
+                move || async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    flag.fetch_add(1, Ordering::SeqCst);
+                },
+            )
             .await;
         assert_eq!(outcome, Refreshed::StoppedWaiting);
         assert_eq!(finished.load(Ordering::SeqCst), 0);
         // A second caller rides the same refresh to its end.
         let ride = gate
-            .refresh(&counters, Duration::from_secs(5), || async {
-                panic!("must ride")
-            })
+            .refresh(
+                &counters,
+                RefreshCause::Poll,
+                Duration::from_secs(5),
+                || async { panic!("must ride") },
+            )
             .await;
         assert_eq!(ride, Refreshed::Done);
         assert_eq!(
@@ -328,5 +542,66 @@ mod tests {
             "the refresh ran to its end"
         );
         assert_eq!(counters.snapshot().refreshes_coalesced, 1);
+    }
+
+    fn map(owners: &[(u16, u16, &str)]) -> Vec<SlotRange> {
+        owners
+            .iter()
+            .map(|&(first, last, master)| SlotRange {
+                first,
+                last,
+                master: master.into(),
+                replicas: vec![],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_most_complete_map_most_nodes_agree_on_wins() {
+        let a = map(&[(0, 8191, "a:1"), (8192, 16383, "b:1")]);
+        let b = map(&[(0, 8191, "a:1"), (8192, 16383, "c:1")]);
+        // Same owners, listed in another order: they agree.
+        let a_again = map(&[(8192, 16383, "b:1"), (0, 8191, "a:1")]);
+        assert_eq!(
+            choose_map(&[b.clone(), a.clone(), a_again.clone()]),
+            Some(1)
+        );
+        // A tie goes to the first node asked (the current owners come first).
+        assert_eq!(choose_map(&[b.clone(), a.clone()]), Some(0));
+        // A map that leaves slots uncovered loses, however many agree.
+        let holed = map(&[(0, 8191, "a:1")]);
+        assert_eq!(
+            choose_map(&[holed.clone(), holed.clone(), b.clone()]),
+            Some(2)
+        );
+        assert_eq!(choose_map(&[]), None);
+        assert!(same_owners(&a, &a_again) && !same_owners(&a, &b));
+    }
+
+    #[test]
+    fn redirects_that_go_round_are_loops() {
+        let redirects = Redirects::default();
+        // Churn: A sends slot 7 to B, and B serves it.
+        assert!(!redirects.note(7, "a:1", "b:1"));
+        assert!(!redirects.take_loop());
+        // Another slot between the same nodes is no loop.
+        assert!(!redirects.note(8, "b:1", "a:1"));
+        // B sends slot 7 back to A, which just sent it to B: a loop.
+        assert!(redirects.note(7, "b:1", "a:1"));
+        assert!(redirects.take_loop());
+        assert!(!redirects.take_loop(), "taken once");
+        assert_eq!(
+            redirects
+                .suspects()
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+            ["b:1", "a:1"]
+        );
+        // A node sending a slot to itself.
+        assert!(redirects.note(9, "c:1", "c:1"));
+        assert_eq!(redirects.suspects().len(), 3);
+        redirects.clear_suspects();
+        assert!(redirects.suspects().is_empty());
     }
 }

@@ -26,7 +26,7 @@ use crate::cluster_map::{address, host_of};
 use crate::config::ReadFrom;
 use crate::conn::{encode, ConnError};
 use crate::map::Node;
-use crate::stats::Counters;
+use crate::stats::{Counters, RefreshCause};
 use crate::Error;
 
 /// The replies of one request: one, or two for a write with `WAIT`, kept
@@ -261,13 +261,17 @@ struct Batch {
 /// most `refresh_wait`), and not before `until`.
 #[derive(Default)]
 struct Wait {
-    refresh_wait: Option<Duration>,
+    /// How long to wait for a refresh, and why one is needed.
+    refresh_wait: Option<(Duration, RefreshCause)>,
     until: Option<Instant>,
 }
 
 impl Wait {
     fn merge(&mut self, other: Wait) {
-        self.refresh_wait = self.refresh_wait.max(other.refresh_wait);
+        self.refresh_wait = match (self.refresh_wait, other.refresh_wait) {
+            (Some((a, cause)), Some((b, _))) => Some((a.max(b), cause)),
+            (a, b) => a.or(b),
+        };
         self.until = self.until.max(other.until);
     }
 }
@@ -374,8 +378,8 @@ impl Inner {
                 }
             }
             if !next.is_empty() {
-                if let Some(refresh_wait) = wait.refresh_wait {
-                    self.refresh(refresh_wait).await;
+                if let Some((refresh_wait, cause)) = wait.refresh_wait {
+                    self.refresh(cause, refresh_wait).await;
                 }
                 if let Some(until) = wait.until {
                     // The delay runs from the failure; the refresh spent part of it.
@@ -570,8 +574,15 @@ impl Inner {
             Classified::Answer => Verdict::Answer,
             Classified::Moved { slot, addr } => {
                 Counters::bump(&self.counters.moved_redirects);
-                // The hint re-points that slot now; the refresh follows.
-                self.push(slot, slot, &addr);
+                if self.redirects.note(slot, &node.addr, &addr) {
+                    // Round in circles: the hint is not trusted; the
+                    // refresh that follows asks the other nodes first.
+                    Counters::bump(&self.counters.redirect_loops);
+                    tracing::warn!(slot, from = %node.addr, to = %addr, "MOVED loop");
+                } else {
+                    // The hint re-points that slot now; the refresh follows.
+                    self.push(slot, slot, &addr);
+                }
                 Verdict::Failed(Failure {
                     outcome: Outcome::Status(KvStatus::Moved),
                     detail: format!("MOVED {slot} {addr}"),
@@ -603,8 +614,8 @@ impl Inner {
         failure: Failure,
     ) -> Result<(), Error> {
         let wait = self.decide(state, failure)?;
-        if let Some(refresh_wait) = wait.refresh_wait {
-            self.refresh(refresh_wait).await;
+        if let Some((refresh_wait, cause)) = wait.refresh_wait {
+            self.refresh(cause, refresh_wait).await;
         }
         if let Some(until) = wait.until {
             tokio::time::sleep_until(until.into()).await;
@@ -640,10 +651,16 @@ impl Inner {
                 }
                 state.ask = None;
                 tracing::debug!(?outcome, refresh_map, ?delay, %detail, "retrying");
+                let cause = if outcome == Outcome::Status(KvStatus::Moved) {
+                    RefreshCause::Moved
+                } else {
+                    RefreshCause::Failure
+                };
                 let refresh_wait = refresh_map.then(|| {
-                    state.remaining().map_or(self.config.refresh_wait, |left| {
+                    let wait = state.remaining().map_or(self.config.refresh_wait, |left| {
                         left.min(self.config.refresh_wait)
-                    })
+                    });
+                    (wait, cause)
                 });
                 let until = failed_at + delay;
                 Ok(Wait {

@@ -6,6 +6,39 @@ use zaris_core::KvStatus;
 
 const STATUSES: [KvStatus; 8] = KvStatus::ALL;
 
+/// Why a map refresh was started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefreshCause {
+    /// A `MOVED` reply: the map is stale.
+    Moved,
+    /// A status or connection failure the retry machine refreshes after
+    /// (`CLUSTERDOWN`, a dead node, a time-out, no owner mapped).
+    Failure,
+    /// Redirects that go round in circles (a `MOVED` back to the node
+    /// asked, or between two nodes): the refresh asks other nodes first.
+    RedirectLoop,
+    /// The periodic poll.
+    Poll,
+    /// [`crate::Client::refresh_map`].
+    Requested,
+}
+
+impl RefreshCause {
+    /// Every cause, in the order [`Stats::refreshes_by_cause`] lists them.
+    pub const ALL: [RefreshCause; 5] = [
+        RefreshCause::Moved,
+        RefreshCause::Failure,
+        RefreshCause::RedirectLoop,
+        RefreshCause::Poll,
+        RefreshCause::Requested,
+    ];
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Counters {
     pub attempts: AtomicU64,
@@ -14,6 +47,8 @@ pub(crate) struct Counters {
     pub moved_redirects: AtomicU64,
     pub ask_redirects: AtomicU64,
     pub refreshes_started: AtomicU64,
+    refreshes_by_cause: [AtomicU64; 5],
+    pub redirect_loops: AtomicU64,
     pub refreshes_coalesced: AtomicU64,
     pub refreshes_debounced: AtomicU64,
     pub refreshes_failed: AtomicU64,
@@ -24,6 +59,12 @@ pub(crate) struct Counters {
 impl Counters {
     pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Relaxed);
+    }
+
+    /// A refresh started, for `cause`.
+    pub(crate) fn refresh_started(&self, cause: RefreshCause) {
+        Self::bump(&self.refreshes_started);
+        Self::bump(&self.refreshes_by_cause[cause.index()]);
     }
 
     pub(crate) fn retried(&self, status: KvStatus) {
@@ -45,6 +86,13 @@ impl Counters {
             moved_redirects: get(&self.moved_redirects),
             ask_redirects: get(&self.ask_redirects),
             refreshes_started: get(&self.refreshes_started),
+            refreshes_by_cause: RefreshCause::ALL
+                .iter()
+                .zip(&self.refreshes_by_cause)
+                .map(|(c, n)| (*c, get(n)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            redirect_loops: get(&self.redirect_loops),
             refreshes_coalesced: get(&self.refreshes_coalesced),
             refreshes_debounced: get(&self.refreshes_debounced),
             refreshes_failed: get(&self.refreshes_failed),
@@ -69,9 +117,16 @@ pub struct Stats {
     pub ask_redirects: u64,
     /// Map refreshes started (at most one in flight).
     pub refreshes_started: u64,
+    /// Refreshes started, by cause (zero counts left out).
+    pub refreshes_by_cause: Vec<(RefreshCause, u64)>,
+    /// `MOVED` replies that went round in circles (back to the node asked,
+    /// or between two nodes for one slot): not followed; the map is
+    /// refreshed from other nodes instead.
+    pub redirect_loops: u64,
     /// Callers that rode a refresh already in flight instead of starting one.
     pub refreshes_coalesced: u64,
-    /// Refresh requests dropped because the map was refreshed < 500 ms ago.
+    /// Refresh requests dropped because the map was refreshed within the
+    /// minimum interval (`Builder::refresh_min_interval`, default 500 ms).
     pub refreshes_debounced: u64,
     /// Refreshes in which no node answered with a usable map.
     pub refreshes_failed: u64,
@@ -82,6 +137,15 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Refreshes started for `cause`.
+    #[must_use]
+    pub fn refreshes(&self, cause: RefreshCause) -> u64 {
+        self.refreshes_by_cause
+            .iter()
+            .find(|(c, _)| *c == cause)
+            .map_or(0, |(_, n)| *n)
+    }
+
     /// Retries caused by `status`.
     #[must_use]
     pub fn retries(&self, status: KvStatus) -> u64 {

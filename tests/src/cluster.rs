@@ -420,6 +420,23 @@ impl Cluster {
         self.nodes[i].kill();
     }
 
+    /// `kill -STOP` of node `i`: it holds its sockets open and never
+    /// answers; the harness leaves it out of [`Cluster::running`] meanwhile.
+    ///
+    /// # Errors
+    /// The signal could not be sent.
+    pub fn freeze(&mut self, i: usize) -> io::Result<()> {
+        self.nodes[i].freeze()
+    }
+
+    /// `kill -CONT` of a frozen node `i`.
+    ///
+    /// # Errors
+    /// The signal could not be sent.
+    pub fn thaw(&mut self, i: usize) -> io::Result<()> {
+        self.nodes[i].thaw()
+    }
+
     /// Waits until a replica has taken over from the killed master `dead`
     /// (its slots are served by a running node) and the cluster is healthy.
     ///

@@ -115,6 +115,7 @@ pub struct RedisNode {
     args: Vec<String>,
     transport: Transport,
     running: bool,
+    frozen: bool,
 }
 
 /// Runs `binary` in cluster mode on `port` in `dir`, killed with its parent
@@ -193,6 +194,7 @@ impl RedisNode {
             args,
             transport,
             running: true,
+            frozen: false,
         };
         node.wait_ready()?;
         tracing::debug!(port, "server up");
@@ -227,10 +229,44 @@ impl RedisNode {
         self.wait_ready()
     }
 
-    /// Whether the process is running (not killed).
+    /// Whether the process is running (not killed, not frozen).
     #[must_use]
     pub fn is_running(&self) -> bool {
-        self.running
+        self.running && !self.frozen
+    }
+
+    /// `kill -STOP`: the process keeps its sockets (connections are
+    /// accepted by the kernel) and never answers, until [`RedisNode::thaw`].
+    ///
+    /// # Errors
+    /// The signal could not be sent.
+    pub fn freeze(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGSTOP)?;
+        self.frozen = true;
+        Ok(())
+    }
+
+    /// `kill -CONT` after [`RedisNode::freeze`].
+    ///
+    /// # Errors
+    /// The signal could not be sent.
+    pub fn thaw(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGCONT)?;
+        self.frozen = false;
+        Ok(())
+    }
+
+    fn signal(&self, signal: libc::c_int) -> io::Result<()> {
+        let pid = libc::pid_t::try_from(self.child.id()).map_err(io::Error::other)?;
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped
+        // (it is running), so the pid cannot have been reused.
+        #[allow(unsafe_code)]
+        let sent = unsafe { libc::kill(pid, signal) };
+        if sent == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 
     fn wait_ready(&mut self) -> io::Result<()> {

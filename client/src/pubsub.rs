@@ -1,0 +1,518 @@
+//! Sharded pub/sub (Redis 7 `SSUBSCRIBE`/`SPUBLISH`) that survives churn.
+//!
+//! A [`Subscription`] owns one task and one connection of its own per node
+//! it listens on. Each channel is subscribed on the master owning its slot,
+//! one `SSUBSCRIBE` per slot (a command naming channels of two slots is
+//! refused by the server, and a resubscription never sends one). When a
+//! channel's slot moves (migration, failover, the master killed), the node
+//! says `sunsubscribe` or the connection dies; the task refreshes the map
+//! and subscribes again on the new owner, and the stream carries a
+//! [`Received::Gap`] for the channel: messages published meanwhile may be
+//! lost. Pub/sub is at most once: a message is delivered to the
+//! subscribers present when it is published, and never stored.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use redis_protocol::resp2::types::BytesFrame;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use zaris_core::slot_for_key;
+
+use crate::client::Inner;
+use crate::conn::{encode, encode_into, open, ConnError, Limits};
+use crate::request::{classify, pack, Classified, Route};
+use crate::stats::RefreshCause;
+use crate::{Client, Error};
+
+/// What a subscription's stream yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Received {
+    /// A message published on a subscribed channel.
+    Message {
+        /// The channel.
+        channel: Bytes,
+        /// What was published.
+        payload: Bytes,
+    },
+    /// The channel was unsubscribed for `lasted` (its slot moved, its
+    /// master failed) and is subscribed again, on its new owner: messages
+    /// published meanwhile may be lost. Those published from now on come.
+    Gap {
+        /// The channel.
+        channel: Bytes,
+        /// How long it was not subscribed.
+        lasted: Duration,
+    },
+}
+
+/// Sharded channels listened to (see [`Client::ssubscribe`]): a
+/// [`futures_core::Stream`] of [`Received`]. Dropping it unsubscribes and
+/// closes its connections.
+pub struct Subscription {
+    events: mpsc::UnboundedReceiver<Received>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl futures_core::Stream for Subscription {
+    type Item = Received;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Subscription {
+    /// The next message or gap notice (`None` once the client is gone).
+    pub async fn next(&mut self) -> Option<Received> {
+        self.events.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How often the task checks each channel against the map.
+const CHECK_EVERY: Duration = Duration::from_millis(200);
+/// A subscription not confirmed within this long is sent again.
+const CONFIRM_WITHIN: Duration = Duration::from_secs(2);
+/// How long a refresh after a lost channel is waited for.
+const REFRESH_WAIT: Duration = Duration::from_secs(1);
+
+impl Client {
+    /// Subscribes to sharded `channels` (`SSUBSCRIBE`, Redis 7+), each on
+    /// the master owning its slot, and returns once every one is confirmed.
+    /// The subscription follows the channels' slots through migrations and
+    /// failovers by itself, and tells of each interruption with a
+    /// [`Received::Gap`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: zaris_client::Client) -> Result<(), zaris_client::Error> {
+    /// use zaris_client::Received;
+    ///
+    /// let mut orders = client.ssubscribe(&["orders:{eu}", "orders:{us}"]).await?;
+    /// client.spublish("orders:{eu}", "order 1").await?;
+    /// while let Some(event) = orders.next().await {
+    ///     match event {
+    ///         Received::Message { channel, payload } => { /* ... */ }
+    ///         Received::Gap { channel, lasted } => { /* messages may be missing */ }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Config`] for no channels; the error of the last attempt
+    /// when a channel could not be subscribed within the request time-out.
+    pub async fn ssubscribe<C: AsRef<[u8]>>(&self, channels: &[C]) -> Result<Subscription, Error> {
+        if channels.is_empty() {
+            return Err(Error::Config(
+                "ssubscribe needs at least one channel".into(),
+            ));
+        }
+        let mut names: Vec<Bytes> = Vec::new();
+        for channel in channels {
+            let channel = Bytes::copy_from_slice(channel.as_ref());
+            if !names.contains(&channel) {
+                names.push(channel);
+            }
+        }
+        let (events, stream) = mpsc::unbounded_channel();
+        let (frames_to, frames) = mpsc::unbounded_channel();
+        let mut subscriber = Subscriber {
+            inner: self.inner.clone(),
+            channels: names
+                .into_iter()
+                .map(|name| Channel {
+                    slot: slot_for_key(&name),
+                    name,
+                    on: None,
+                    confirmed: false,
+                    sent_at: None,
+                    lost_at: None,
+                })
+                .collect(),
+            nodes: HashMap::new(),
+            frames,
+            frames_to,
+            events,
+            refresh_needed: false,
+        };
+        let deadline = self
+            .inner
+            .config
+            .policy
+            .deadline
+            .map(|d| Instant::now() + d);
+        subscriber.confirm_all(deadline).await?;
+        let task = tokio::spawn(subscriber.run());
+        Ok(Subscription {
+            events: stream,
+            task,
+        })
+    }
+
+    /// Publishes `payload` on the sharded `channel` (`SPUBLISH`), sent to
+    /// the master owning the channel's slot under the retry rules; returns
+    /// how many subscribers of that node received it.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub async fn spublish(
+        &self,
+        channel: impl AsRef<[u8]>,
+        payload: impl AsRef<[u8]>,
+    ) -> Result<i64, Error> {
+        let (channel, payload) = (channel.as_ref(), payload.as_ref());
+        let route = Route::Slot(slot_for_key(channel));
+        let mut replies = self
+            .inner
+            .execute(route, pack("SPUBLISH", &[&[b"SPUBLISH", channel, payload]]))
+            .await?;
+        match replies.swap_remove(0) {
+            BytesFrame::Integer(n) => Ok(n),
+            other => Err(Error::UnexpectedReply {
+                command: "SPUBLISH",
+                reply: format!("{other:?}"),
+            }),
+        }
+    }
+}
+
+/// One subscribed channel.
+struct Channel {
+    name: Bytes,
+    slot: u16,
+    /// The node it is subscribed on (or being subscribed on).
+    on: Option<Arc<str>>,
+    confirmed: bool,
+    /// When its `SSUBSCRIBE` went out.
+    sent_at: Option<Instant>,
+    /// When it stopped being subscribed, until it is again.
+    lost_at: Option<Instant>,
+}
+
+/// A connection of the subscription's own to one node: commands go in,
+/// the node's frames come out on the subscriber's channel.
+struct NodeConn {
+    commands: mpsc::UnboundedSender<Bytes>,
+}
+
+/// The subscription's task.
+struct Subscriber {
+    inner: Arc<Inner>,
+    channels: Vec<Channel>,
+    nodes: HashMap<Arc<str>, NodeConn>,
+    frames: mpsc::UnboundedReceiver<(Arc<str>, Result<BytesFrame, ConnError>)>,
+    frames_to: mpsc::UnboundedSender<(Arc<str>, Result<BytesFrame, ConnError>)>,
+    events: mpsc::UnboundedSender<Received>,
+    refresh_needed: bool,
+}
+
+impl Subscriber {
+    /// Subscribes every channel and waits until all are confirmed, or
+    /// `deadline`.
+    async fn confirm_all(&mut self, deadline: Option<Instant>) -> Result<(), Error> {
+        loop {
+            let last = self.sync().await;
+            if self.channels.iter().all(|c| c.confirmed) {
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                let pending: Vec<String> = self
+                    .channels
+                    .iter()
+                    .filter(|c| !c.confirmed)
+                    .map(|c| String::from_utf8_lossy(&c.name).into_owned())
+                    .collect();
+                return Err(last.unwrap_or_else(|| Error::Transport {
+                    failure: zaris_core::TransportFailure::TimedOut,
+                    detail: format!("SSUBSCRIBE not confirmed for {}", pending.join(", ")),
+                    attempts: 1,
+                    stop: zaris_core::StopReason::DeadlineReached,
+                }));
+            }
+            match tokio::time::timeout(CHECK_EVERY, self.frames.recv()).await {
+                Ok(Some((addr, frame))) => {
+                    if let Some(error) = self.on_frame(&addr, frame) {
+                        tracing::debug!(%error, "subscribing");
+                    }
+                }
+                Ok(None) => unreachable!("the subscriber holds a sender"),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Until the [`Subscription`] is dropped: hands messages out, and keeps
+    /// every channel subscribed on its slot's owner.
+    async fn run(mut self) {
+        let mut check = tokio::time::interval(CHECK_EVERY);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                frame = self.frames.recv() => {
+                    let Some((addr, frame)) = frame else { return };
+                    if let Some(error) = self.on_frame(&addr, frame) {
+                        tracing::debug!(%error, "subscription");
+                    }
+                }
+                _ = check.tick() => {
+                    if let Some(error) = self.sync().await {
+                        tracing::debug!(%error, "resubscribing");
+                    }
+                }
+                () = self.events.closed() => return,
+            }
+        }
+    }
+
+    /// A frame from `addr` (or the end of its connection). An error frame
+    /// is returned, for the caller to report.
+    fn on_frame(&mut self, addr: &Arc<str>, frame: Result<BytesFrame, ConnError>) -> Option<Error> {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(e) => {
+                // Every channel on that node is lost until resubscribed.
+                self.nodes.remove(addr);
+                self.lose(|c| c.on.as_ref() == Some(addr));
+                return Some(lost_connection(addr, &e));
+            }
+        };
+        let items = match frame {
+            BytesFrame::Array(items) => items,
+            BytesFrame::Error(_) => {
+                // A refused SSUBSCRIBE (MOVED, CLUSTERDOWN): the map hint is
+                // taken, and the channels not yet confirmed there go again.
+                if let Classified::Moved { slot, addr: to } = classify(&frame, addr) {
+                    self.inner.push(slot, slot, &to);
+                }
+                self.refresh_needed = true;
+                self.lose(|c| c.on.as_ref() == Some(addr) && !c.confirmed);
+                return Some(Error::Server(format!("{addr}: {frame:?}")));
+            }
+            // `+OK` to AUTH.
+            _ => return None,
+        };
+        let text = |i: usize| match items.get(i) {
+            Some(BytesFrame::BulkString(b) | BytesFrame::SimpleString(b)) => Some(b.clone()),
+            _ => None,
+        };
+        let (Some(kind), Some(channel)) = (text(0), text(1)) else {
+            return None;
+        };
+        match &kind[..] {
+            b"smessage" => {
+                if let Some(payload) = text(2) {
+                    let _ = self.events.send(Received::Message { channel, payload });
+                }
+            }
+            b"ssubscribe" => {
+                if let Some(c) = self
+                    .channels
+                    .iter_mut()
+                    .find(|c| c.name == channel && c.on.as_ref() == Some(addr))
+                {
+                    c.confirmed = true;
+                    if let Some(lost) = c.lost_at.take() {
+                        let lasted = lost.elapsed();
+                        tracing::info!(channel = ?c.name, ?lasted, "resubscribed");
+                        let _ = self.events.send(Received::Gap { channel, lasted });
+                    }
+                }
+            }
+            b"sunsubscribe" => {
+                // The node gave the channel's slot away (or we moved it).
+                self.refresh_needed = true;
+                let moved = |c: &Channel| c.name == channel && c.on.as_ref() == Some(addr);
+                self.lose(moved);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Marks the channels `which` selects as no longer subscribed.
+    fn lose(&mut self, which: impl Fn(&Channel) -> bool) {
+        let now = Instant::now();
+        for c in self.channels.iter_mut().filter(|c| which(c)) {
+            c.on = None;
+            c.confirmed = false;
+            c.lost_at.get_or_insert(now);
+        }
+    }
+
+    /// Brings every channel to its slot's owner in the current map: a
+    /// refresh first when something was lost, then one `SSUBSCRIBE` per
+    /// slot on each owner for the channels not there, and `SUNSUBSCRIBE`
+    /// where they were. Returns the last error met.
+    async fn sync(&mut self) -> Option<Error> {
+        if self.refresh_needed {
+            self.refresh_needed = false;
+            self.inner
+                .refresh(RefreshCause::Failure, REFRESH_WAIT)
+                .await;
+        }
+        let snapshot = self.inner.snapshot.load_full();
+        let mut wanted: Vec<(Arc<str>, u16, Vec<usize>)> = Vec::new();
+        let mut leave: Vec<(Arc<str>, Bytes)> = Vec::new();
+        let now = Instant::now();
+        for (i, c) in self.channels.iter_mut().enumerate() {
+            let Ok(owner) = snapshot.owner_of_slot(c.slot) else {
+                // No owner mapped (its master failed, no replica took over
+                // yet): ask again next time.
+                self.refresh_needed = true;
+                continue;
+            };
+            let stale = !c.confirmed && c.sent_at.is_some_and(|t| now - t > CONFIRM_WITHIN);
+            if c.on.as_ref() == Some(&owner.addr) && !stale {
+                continue;
+            }
+            if let Some(old) = c.on.take() {
+                if c.confirmed {
+                    leave.push((old, c.name.clone()));
+                    c.lost_at.get_or_insert(now);
+                }
+            }
+            c.confirmed = false;
+            match wanted
+                .iter_mut()
+                .find(|(addr, slot, _)| **addr == *owner.addr && *slot == c.slot)
+            {
+                Some((_, _, members)) => members.push(i),
+                None => wanted.push((owner.addr.clone(), c.slot, vec![i])),
+            }
+        }
+        for (addr, channel) in leave {
+            if let Some(node) = self.nodes.get(&addr) {
+                let _ = node
+                    .commands
+                    .send(encode(&[&[b"SUNSUBSCRIBE", &channel[..]]]));
+            }
+        }
+        let mut last = None;
+        for (addr, _slot, members) in wanted {
+            let commands = match self.node(&addr).await {
+                Ok(commands) => commands,
+                Err(e) => {
+                    // The map names a node that is gone: ask again next time.
+                    self.refresh_needed = true;
+                    last = Some(e);
+                    continue;
+                }
+            };
+            // One slot per SSUBSCRIBE: never a cross-slot one.
+            let mut bytes = BytesMut::new();
+            let mut args: Vec<&[u8]> = vec![b"SSUBSCRIBE"];
+            args.extend(members.iter().map(|&i| &self.channels[i].name[..]));
+            encode_into(&mut bytes, &args);
+            if commands.send(bytes.freeze()).is_err() {
+                self.nodes.remove(&addr);
+                continue;
+            }
+            for i in members {
+                let c = &mut self.channels[i];
+                c.on = Some(addr.clone());
+                c.sent_at = Some(now);
+            }
+        }
+        last
+    }
+
+    /// The command sender of the subscription's connection to `addr`,
+    /// connecting (and authenticating) if there is none.
+    async fn node(&mut self, addr: &Arc<str>) -> Result<mpsc::UnboundedSender<Bytes>, Error> {
+        if let Some(node) = self.nodes.get(addr) {
+            if !node.commands.is_closed() {
+                return Ok(node.commands.clone());
+            }
+        }
+        let options = &self.inner.config.conn;
+        let stream = open(addr, self.inner.config.attempt_timeout, options)
+            .await
+            .map_err(|e| lost_connection(addr, &e))?;
+        let (commands, queue) = mpsc::unbounded_channel();
+        if let Some(auth) = &options.auth {
+            let password = auth.password.as_bytes();
+            let _ = commands.send(match &auth.username {
+                Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
+                None => encode(&[&[b"AUTH", password]]),
+            });
+        }
+        tokio::spawn(listen(
+            stream,
+            queue,
+            self.frames_to.clone(),
+            addr.clone(),
+            options.limits,
+        ));
+        self.nodes.insert(
+            addr.clone(),
+            NodeConn {
+                commands: commands.clone(),
+            },
+        );
+        Ok(commands)
+    }
+}
+
+/// A subscription connection to `addr` that failed (or never opened).
+fn lost_connection(addr: &str, e: &ConnError) -> Error {
+    Error::Transport {
+        failure: e.failure(),
+        detail: format!("{addr}: {e}"),
+        attempts: 1,
+        stop: zaris_core::StopReason::AttemptsExhausted,
+    }
+}
+
+/// One subscription connection: writes the commands it is given, reads
+/// every frame the node pushes and passes it on, until either side ends.
+async fn listen(
+    stream: crate::conn::Stream,
+    mut commands: mpsc::UnboundedReceiver<Bytes>,
+    frames: mpsc::UnboundedSender<(Arc<str>, Result<BytesFrame, ConnError>)>,
+    addr: Arc<str>,
+    limits: Limits,
+) {
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let error = loop {
+        tokio::select! {
+            command = commands.recv() => {
+                let Some(command) = command else { return };
+                let sent = async {
+                    writer.write_all(&command).await?;
+                    writer.flush().await
+                };
+                if let Err(e) = sent.await {
+                    break ConnError::Reset(format!("{addr}: {e}"));
+                }
+            }
+            read = reader.read_buf(&mut input) => match read {
+                Ok(0) => break ConnError::Reset(format!("{addr} closed the connection")),
+                Ok(_) => {
+                    let taken = crate::resp::take_frames(&mut input, limits, |frame| {
+                        frames
+                            .send((addr.clone(), Ok(frame)))
+                            .map_err(|_| ConnError::Reset("subscription dropped".into()))
+                    });
+                    if let Err(e) = taken {
+                        break e;
+                    }
+                }
+                Err(e) => break ConnError::Reset(format!("{addr}: {e}")),
+            },
+        }
+    };
+    let _ = frames.send((addr, Err(error)));
+}

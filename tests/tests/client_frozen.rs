@@ -1,0 +1,190 @@
+//! A master frozen with `SIGSTOP`: it keeps its sockets open and never
+//! answers (no reset, no `MOVED`). Requests to it end by their attempt
+//! time-out; the map is refreshed from the other nodes (a silent node does
+//! not hold a refresh up); once the cluster has failed it over, writes to
+//! its slots succeed within the failover time plus one second; requests to
+//! the other masters keep flowing with their median latency within 2x of
+//! the healthy run; and after `SIGCONT` the client follows it back as a
+//! replica.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zaris_client::{Client, Error, TransportFailure};
+use zaris_core::slot_for_key;
+use zaris_tests::cluster::Cluster;
+use zaris_tests::servers_under_test;
+
+const ATTEMPT: Duration = Duration::from_millis(500);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+/// GETs of `keys`, in turn, until `stop`: each one's latency.
+async fn read_until(client: Client, keys: Vec<String>, stop: Arc<AtomicBool>) -> Vec<Duration> {
+    let mut latencies = Vec::new();
+    while !stop.load(Ordering::Acquire) {
+        for key in &keys {
+            let started = Instant::now();
+            client.get(key).await.expect("a healthy shard answers");
+            latencies.push(started.elapsed());
+        }
+    }
+    latencies
+}
+
+#[test]
+fn a_frozen_master_is_timed_out_failed_over_and_followed_back() {
+    for server in servers_under_test() {
+        frozen_master(&server);
+    }
+}
+
+fn frozen_master(server: &str) {
+    let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
+    let rt = runtime();
+    let seeds = cluster.addrs();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    let client = rt
+        .block_on(
+            Client::builder()
+                .env(no_env)
+                .attempt_timeout(ATTEMPT)
+                .backoff(Duration::from_millis(50))
+                .max_attempts(50)
+                .request_timeout(Some(Duration::from_secs(20)))
+                .connect(&seeds),
+        )
+        .expect("connect");
+    let once = rt
+        .block_on(
+            Client::builder()
+                .env(no_env)
+                .attempt_timeout(ATTEMPT)
+                .max_attempts(1)
+                .connect(&seeds),
+        )
+        .expect("connect");
+    let frozen_key = "frozen:{k}".to_owned();
+    let slot = slot_for_key(frozen_key.as_bytes());
+    let master = cluster.owner_index(slot).unwrap();
+    let healthy: Vec<String> = (0..60)
+        .map(|i| format!("healthy:{i}"))
+        .filter(|k| client.owner_of(k) != Some(cluster.addr(master)))
+        .collect();
+    rt.block_on(async {
+        client.set(&frozen_key, "before").await.unwrap();
+        for key in &healthy {
+            client.set(key, key).await.unwrap();
+        }
+    });
+
+    // The healthy run: the median GET on the other masters.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = rt.spawn(read_until(client.clone(), healthy.clone(), stop.clone()));
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Release);
+    let healthy_p50 = median(rt.block_on(reader).unwrap());
+
+    // Freeze it; reads of the other shards go on meanwhile.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = rt.spawn(read_until(client.clone(), healthy.clone(), stop.clone()));
+    let frozen_at = Instant::now();
+    cluster.freeze(master).unwrap();
+
+    // A request to it ends by its attempt time-out.
+    let started = Instant::now();
+    let lone = rt.block_on(once.get(&frozen_key));
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            lone,
+            Err(Error::Transport {
+                failure: TransportFailure::TimedOut,
+                ..
+            })
+        ),
+        "{server}: {lone:?}"
+    );
+    assert!(
+        took < ATTEMPT + Duration::from_millis(300),
+        "{server}: {took:?}"
+    );
+
+    // A writer keeps trying the frozen slot; the cluster fails it over.
+    let writer = rt.spawn({
+        let (client, key) = (client.clone(), frozen_key.clone());
+        async move {
+            client
+                .set(&key, "after")
+                .await
+                .expect("the write lands once failed over");
+            Instant::now()
+        }
+    });
+    let new_master = cluster.wait_failover_of(master, slot).unwrap();
+    let failed_over = Instant::now();
+    let written = rt.block_on(writer).unwrap();
+    stop.store(true, Ordering::Release);
+    let frozen_p50 = median(rt.block_on(reader).unwrap());
+    let late = written.saturating_duration_since(failed_over);
+    eprintln!(
+        "{server}: frozen master failed over after {:?}; the write landed {:?} later; \
+         other shards' median GET {:?} (healthy {:?}, {:.2}x)",
+        failed_over - frozen_at,
+        late,
+        frozen_p50,
+        healthy_p50,
+        frozen_p50.as_secs_f64() / healthy_p50.as_secs_f64()
+    );
+    assert!(
+        late <= Duration::from_secs(1),
+        "{server}: within the failover time + 1 s"
+    );
+    assert!(
+        frozen_p50 <= healthy_p50 * 2,
+        "{server}: the other masters keep their pace ({frozen_p50:?} vs {healthy_p50:?})"
+    );
+    assert_eq!(client.owner_of(&frozen_key), Some(cluster.addr(new_master)));
+
+    // Thawed, it finds itself replaced and follows the new master.
+    cluster.thaw(master).unwrap();
+    let started = Instant::now();
+    while cluster.is_master(master).unwrap() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{server}: it never stepped down"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cluster.wait_healthy().unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    rt.block_on(client.refresh_map());
+    let owners = client.owners();
+    assert!(
+        !owners.contains(&cluster.addr(master)),
+        "{server}: {owners:?}"
+    );
+    rt.block_on(async {
+        assert_eq!(
+            client.get(&frozen_key).await.unwrap().as_deref(),
+            Some(&b"after"[..])
+        );
+        client.set(&frozen_key, "thawed").await.unwrap();
+    });
+}

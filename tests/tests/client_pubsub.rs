@@ -1,0 +1,221 @@
+//! Sharded pub/sub through churn, on real clusters (3 masters with a
+//! replica each): publishers and a subscriber run while the cluster goes
+//! through a manual failover, a slot migration and a `kill -9` of a master.
+//! After each, the subscription is back on the new owners by itself with a
+//! gap notice per interrupted channel; every message whose `SPUBLISH`
+//! reached the subscriber's node outside a gap is received, in order per
+//! channel; no `SSUBSCRIBE` ever spans two slots.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zaris_client::{Client, Received};
+use zaris_core::slot_for_key;
+use zaris_tests::cluster::Cluster;
+use zaris_tests::{servers_under_test, Frame};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// What the publisher sent: per channel, each sequence number with when
+/// it was published and whether a subscriber was there to get it.
+type Published = HashMap<String, Vec<(u64, Instant, bool)>>;
+
+/// What the subscriber got: per channel, each sequence number; and each
+/// gap notice with when it came.
+#[derive(Default)]
+struct Got {
+    messages: HashMap<String, Vec<u64>>,
+    gaps: Vec<(String, Duration, Instant)>,
+}
+
+fn errorstats(cluster: &Cluster) -> String {
+    let mut all = String::new();
+    for i in cluster.running() {
+        if let Ok(Frame::BulkString(text)) =
+            cluster.conn(i).unwrap().command(&[b"INFO", b"errorstats"])
+        {
+            all.push_str(&String::from_utf8_lossy(&text));
+        }
+    }
+    all
+}
+
+#[test]
+fn subscriptions_survive_failover_migration_and_kill() {
+    for server in servers_under_test() {
+        churn(&server);
+    }
+}
+
+fn churn(server: &str) {
+    let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
+    let rt = runtime();
+    let seeds = cluster.addrs();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    let builder = || {
+        Client::builder()
+            .env(no_env)
+            .max_attempts(20)
+            .attempt_timeout(Duration::from_secs(1))
+            .request_timeout(Some(Duration::from_secs(10)))
+    };
+    let subscriber = rt.block_on(builder().connect(&seeds)).expect("connect");
+    let publisher = rt.block_on(builder().connect(&seeds)).expect("connect");
+    // Channels over many slots, some sharing one (a hash tag).
+    let mut channels: Vec<String> = (0..24).map(|i| format!("news:{i}")).collect();
+    channels.extend((0..6).map(|i| format!("{{room}}:{i}")));
+    let mut subscription = rt
+        .block_on(subscriber.ssubscribe(&channels))
+        .expect("ssubscribe");
+
+    let got = Arc::new(Mutex::new(Got::default()));
+    let consumer = rt.spawn({
+        let got = got.clone();
+        async move {
+            while let Some(event) = subscription.next().await {
+                let mut got = got.lock().unwrap();
+                match event {
+                    Received::Message { channel, payload } => {
+                        let channel = String::from_utf8_lossy(&channel).into_owned();
+                        let seq: u64 = std::str::from_utf8(&payload).unwrap().parse().unwrap();
+                        got.messages.entry(channel).or_default().push(seq);
+                    }
+                    Received::Gap { channel, lasted } => {
+                        let channel = String::from_utf8_lossy(&channel).into_owned();
+                        got.gaps.push((channel, lasted, Instant::now()));
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = rt.spawn({
+        let (publisher, channels, stop) = (publisher.clone(), channels.clone(), stop.clone());
+        async move {
+            let mut published = Published::new();
+            let mut seq = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                seq += 1;
+                for channel in &channels {
+                    let at = Instant::now();
+                    // A publish the retries could not place is simply not
+                    // counted as reaching anyone.
+                    let reached = publisher
+                        .spublish(channel, seq.to_string())
+                        .await
+                        .is_ok_and(|n| n > 0);
+                    published
+                        .entry(channel.clone())
+                        .or_default()
+                        .push((seq, at, reached));
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            published
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+
+    let mut gaps_seen = 0;
+    let mut event = |name: &str, cluster: &mut Cluster, run: &mut dyn FnMut(&mut Cluster)| {
+        let started = Instant::now();
+        run(cluster);
+        let took = started.elapsed();
+        std::thread::sleep(Duration::from_millis(2500));
+        let got = got.lock().unwrap();
+        let new: Vec<&(String, Duration, Instant)> = got.gaps[gaps_seen..].iter().collect();
+        let longest = new.iter().map(|g| g.1).max().unwrap_or_default();
+        let back = new.iter().map(|g| g.2 - started).max().unwrap_or_default();
+        eprintln!(
+            "{server} {name} (the cluster took {took:?}, all resubscribed {back:?} after it began): {} channel(s) resubscribed, gaps up to {longest:?}: {:?}",
+            new.len(),
+            new.iter().map(|g| (&g.0, g.1)).collect::<Vec<_>>()
+        );
+        assert!(!new.is_empty(), "{server} {name}: the subscription noticed");
+        gaps_seen = got.gaps.len();
+    };
+
+    // The master of news:0's slot fails over to its replica.
+    let first = slot_for_key(b"news:0");
+    event("manual failover", &mut cluster, &mut |c| {
+        let master = c.owner_index(first).unwrap();
+        let replica = c.replica_of(master).unwrap();
+        c.failover(replica).unwrap();
+    });
+    // The {room} slot migrates to another master.
+    let room = slot_for_key(b"{room}");
+    event("slot migration", &mut cluster, &mut |c| {
+        let from = c.owner_index(room).unwrap();
+        let to = (0..c.running().len())
+            .find(|&i| i != from && c.is_master(i).unwrap_or(false))
+            .unwrap();
+        c.move_slot(room, to).unwrap();
+    });
+    // A master is killed; its replica takes over.
+    let doomed = slot_for_key(b"news:5");
+    event("kill -9 of a master", &mut cluster, &mut |c| {
+        let master = c.owner_index(doomed).unwrap();
+        c.kill(master);
+        c.wait_failover_of(master, doomed).unwrap();
+    });
+
+    stop.store(true, Ordering::Release);
+    let published = rt.block_on(publishing).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    consumer.abort();
+    let got = got.lock().unwrap();
+    let mut checked = 0;
+    for (channel, sent) in &published {
+        let received = got.messages.get(channel).cloned().unwrap_or_default();
+        assert!(
+            received.windows(2).all(|w| w[0] < w[1]),
+            "{server} {channel}: in order"
+        );
+        // A message reached our node and was lost only inside a gap.
+        let gaps: Vec<(Instant, Instant)> = got
+            .gaps
+            .iter()
+            .filter(|g| g.0 == *channel)
+            .map(|g| (g.2 - g.1 - Duration::from_millis(500), g.2))
+            .collect();
+        for &(seq, at, reached) in sent {
+            if !reached || received.binary_search(&seq).is_ok() {
+                continue;
+            }
+            assert!(
+                gaps.iter().any(|&(from, to)| at >= from && at <= to),
+                "{server} {channel}: message {seq} reached a subscriber and was lost outside any gap"
+            );
+        }
+        let last = sent.iter().rev().find(|s| s.2).map(|s| s.0);
+        assert_eq!(
+            received.last().copied(),
+            last,
+            "{server} {channel}: the last message arrived"
+        );
+        checked += received.len();
+    }
+    eprintln!(
+        "{server}: {checked} messages received in order across {} channels",
+        published.len()
+    );
+    assert!(checked > 1000, "{server}: messages really flowed");
+    let errors = errorstats(&cluster);
+    assert!(
+        !errors.contains("CROSSSLOT"),
+        "{server}: a cross-slot SSUBSCRIBE: {errors}"
+    );
+}
