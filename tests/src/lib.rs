@@ -32,6 +32,28 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// instead of hanging it.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The runtime the client tests drive `zaris-client` with: two workers,
+/// like the machines they run on.
+///
+/// # Panics
+/// The runtime cannot be built.
+#[must_use]
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// An environment with no variables set, for `Builder::env`: the client
+/// tests run with the defaults of docs/behaviour.md §3, whatever this
+/// process's environment holds.
+#[must_use]
+pub fn no_env(_: &str) -> Option<String> {
+    None
+}
+
 /// The server binary to run.
 #[must_use]
 pub fn server_binary() -> String {

@@ -2,13 +2,10 @@
 //! right password works, a wrong or missing one is a clear error.
 
 use zaris_client::{Client, Error};
+use zaris_tests::no_env;
 use zaris_tests::{servers_under_test, Frame, RedisNode};
 
 const PASSWORD: &str = "s3cret pass";
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 /// One cluster-mode node owning every slot, behind a password.
 fn protected_node(server: &str) -> RedisNode {

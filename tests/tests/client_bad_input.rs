@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use zaris_client::{Client, Error, StopReason, TransportFailure};
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
+use zaris_tests::no_env;
 
 /// A port nothing listens on (bound, then closed).
 async fn closed_port() -> String {

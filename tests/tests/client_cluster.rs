@@ -22,6 +22,7 @@ use zaris_client::{Builder, Client, Error, KvStatus, Stats};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::tls::Pki;
+use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Frame, Transport};
 
 /// Clusters are started one at a time: on 2 cores, two clusters failing
@@ -32,19 +33,6 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_CLUSTER_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The defaults of docs/behaviour.md §3, untouched by this process's environment.
-fn no_env(_: &str) -> Option<String> {
-    None
 }
 
 /// How a test reaches its cluster: plain text, or TLS only (`rediss://`

@@ -15,20 +15,9 @@ use zaris_client::{Client, Error, TransportFailure};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::servers_under_test;
+use zaris_tests::{no_env, runtime};
 
 const ATTEMPT: Duration = Duration::from_millis(500);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort_unstable();

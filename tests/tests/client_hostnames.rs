@@ -7,19 +7,8 @@ use std::time::{Duration, Instant};
 
 use zaris_client::{Client, Error};
 use zaris_tests::cluster::Cluster;
+use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Frame};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 /// Node `i` announces `node-<port>.zaris.test` (a reserved name that
 /// never resolves).

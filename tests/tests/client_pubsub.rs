@@ -14,19 +14,8 @@ use std::time::{Duration, Instant};
 use zaris_client::{Client, Received};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Frame};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 /// What the publisher sent: per channel, each sequence number with when
 /// it was published and whether a subscriber was there to get it.

@@ -9,19 +9,8 @@ use std::time::{Duration, Instant};
 use zaris_client::{Client, Error, KvStatus, RefreshCause};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, simple, Frame};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 fn node_id(cluster: &Cluster, i: usize) -> Vec<u8> {
     match cluster

@@ -11,20 +11,9 @@ use zaris_client::{Client, ReadFrom};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::servers_under_test;
+use zaris_tests::{no_env, runtime};
 
 const DEADLINE: Duration = Duration::from_secs(5);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 /// `calls` of `cmdstat_<command>` on node `i`.
 fn calls(cluster: &Cluster, i: usize, command: &str) -> u64 {

@@ -9,21 +9,10 @@ use std::time::{Duration, Instant};
 use zaris_client::{Client, Error};
 use zaris_tests::cluster::Cluster;
 use zaris_tests::tls::{Pki, ServerCert};
+use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Transport};
 
 const ATTEMPT: Duration = Duration::from_secs(2);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
 
 /// Connects to `seed` and returns the error, checking it came within the
 /// attempt time-out (plus slack for a loaded machine).
