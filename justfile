@@ -94,7 +94,7 @@ bench MODE="":
     cargo run -q -p zaris-bench --bin zaris-dashboard -- render {{MODE}}
     echo "==> open web/dashboard/index.html (or \`just play\` and follow the link)"
 
-# Each benchmark's change between the last two recorded runs; regressions over 10% marked.
+# Each benchmark's change between the last two recorded runs on this CPU model; regressions marked.
 bench-compare:
     cargo run -q -p zaris-bench --bin zaris-dashboard -- compare
 

@@ -47,6 +47,17 @@ impl Change {
     }
 }
 
+/// The latest run and the last one before it on the same CPU model:
+/// figures from another machine say nothing about a change (the recorded
+/// history holds runs from more than one). `None` when there is no such
+/// pair.
+#[must_use]
+pub fn last_pair_on_one_cpu(history: &[Record]) -> Option<(&Record, &Record)> {
+    let (latest, earlier) = history.split_last()?;
+    let previous = earlier.iter().rev().find(|r| r.cpu == latest.cpu)?;
+    Some((previous, latest))
+}
+
 /// Every benchmark of either run, in id order.
 #[must_use]
 pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
@@ -132,6 +143,20 @@ pub fn report(previous: &Record, latest: &Record) -> String {
 mod tests {
     use super::*;
     use crate::history::tests::record;
+
+    #[test]
+    fn compares_runs_of_one_cpu_only() {
+        let on = |commit: &str, cpu: &str| {
+            let mut r = record(commit, &[("x", 1.0)]);
+            r.cpu = cpu.into();
+            r
+        };
+        let history = [on("a", "EPYC"), on("b", "Xeon"), on("c", "EPYC")];
+        let (previous, latest) = last_pair_on_one_cpu(&history).unwrap();
+        assert_eq!((previous.commit.as_str(), latest.commit.as_str()), ("a", "c"));
+        assert!(last_pair_on_one_cpu(&history[..2]).is_none(), "b has no peer");
+        assert!(last_pair_on_one_cpu(&[]).is_none());
+    }
 
     #[test]
     fn marks_only_slowdowns_over_ten_percent() {

@@ -71,12 +71,22 @@ fn run(args: &[String]) -> Result<()> {
         Some("render") => render(&paths, quick),
         Some("compare") => {
             let history = history::load(&paths.history)?;
-            match history.as_slice() {
-                [.., previous, latest] => {
+            match compare::last_pair_on_one_cpu(&history) {
+                Some((previous, latest)) => {
                     print!("{}", compare::report(previous, latest));
                     Ok(())
                 }
-                _ => bail!("{} holds fewer than two runs: nothing to compare", paths.history.display()),
+                None => match history.last() {
+                    Some(latest) => {
+                        println!(
+                            "the last run ({}) is the first recorded on {}: nothing to compare it with \
+                             (runs on other CPUs are not comparable)",
+                            latest.commit, latest.cpu
+                        );
+                        Ok(())
+                    }
+                    None => bail!("{} holds no runs: nothing to compare", paths.history.display()),
+                },
             }
         }
         _ => bail!("usage: zaris-dashboard record --since <unix seconds> [--quick] | render [--quick] | compare"),
