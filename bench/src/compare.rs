@@ -153,8 +153,14 @@ mod tests {
         };
         let history = [on("a", "EPYC"), on("b", "Xeon"), on("c", "EPYC")];
         let (previous, latest) = last_pair_on_one_cpu(&history).unwrap();
-        assert_eq!((previous.commit.as_str(), latest.commit.as_str()), ("a", "c"));
-        assert!(last_pair_on_one_cpu(&history[..2]).is_none(), "b has no peer");
+        assert_eq!(
+            (previous.commit.as_str(), latest.commit.as_str()),
+            ("a", "c")
+        );
+        assert!(
+            last_pair_on_one_cpu(&history[..2]).is_none(),
+            "b has no peer"
+        );
         assert!(last_pair_on_one_cpu(&[]).is_none());
     }
 

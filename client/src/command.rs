@@ -26,13 +26,19 @@ use crate::{Client, Error, Value};
 const REFUSED: &[(&str, &str)] = &[
     (
         "subscribe",
-        "it turns the connection into a push channel (sharded pub/sub: ssubscribe)",
+        "it turns the connection into a push channel (sharded pub/sub: Client::ssubscribe)",
     ),
     ("psubscribe", "it turns the connection into a push channel"),
-    ("ssubscribe", "it turns the connection into a push channel"),
+    (
+        "ssubscribe",
+        "use Client::ssubscribe, which keeps each channel on its slot's owner",
+    ),
     ("unsubscribe", "it belongs to a subscription's connection"),
     ("punsubscribe", "it belongs to a subscription's connection"),
-    ("sunsubscribe", "it belongs to a subscription's connection"),
+    (
+        "sunsubscribe",
+        "drop the Subscription from Client::ssubscribe",
+    ),
     ("monitor", "it turns the connection into a feed"),
     ("sync", "it turns the connection into a replication stream"),
     ("psync", "it turns the connection into a replication stream"),
