@@ -139,6 +139,17 @@ pub struct Credentials {
     pub password: String,
 }
 
+impl Credentials {
+    /// `AUTH [username] password`, encoded.
+    pub(crate) fn command(&self) -> Bytes {
+        let password = self.password.as_bytes();
+        match &self.username {
+            Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
+            None => encode(&[&[b"AUTH", password]]),
+        }
+    }
+}
+
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
@@ -264,12 +275,7 @@ impl Connection {
         }
         let conn = Self { requests, alive };
         if let Some(auth) = &options.auth {
-            let password = auth.password.as_bytes();
-            let command = match &auth.username {
-                Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
-                None => encode(&[&[b"AUTH", password]]),
-            };
-            match conn.request(command, 1, timeout).await?.pop() {
+            match conn.request(auth.command(), 1, timeout).await?.pop() {
                 Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
                 Some(BytesFrame::Error(why)) => {
                     return Err(ConnError::Rejected(format!("{addr}: {why}")))

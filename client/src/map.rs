@@ -208,8 +208,11 @@ impl Snapshot {
         policy: ReadFrom,
         turn: usize,
     ) -> Result<&Arc<Node>, RouteError> {
-        let owner = self.owner_of_slot(slot)?;
         let index = usize::from(self.table.owner_of_slot(slot)?);
+        let owner = self
+            .owners
+            .get(index)
+            .ok_or(RouteError::MapMidUpdate { segment: slot })?;
         let replicas = self.replicas.get(index).map_or(&[][..], Vec::as_slice);
         let healthy = replicas.iter().filter(|n| !n.recently_failed());
         let count = healthy.clone().count();

@@ -442,11 +442,7 @@ impl Subscriber {
             .map_err(|e| lost_connection(addr, &e))?;
         let (commands, queue) = mpsc::unbounded_channel();
         if let Some(auth) = &options.auth {
-            let password = auth.password.as_bytes();
-            let _ = commands.send(match &auth.username {
-                Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
-                None => encode(&[&[b"AUTH", password]]),
-            });
+            let _ = commands.send(auth.command());
         }
         tokio::spawn(listen(
             stream,

@@ -229,24 +229,28 @@ const VOTERS: usize = 3;
 const VOTE_GRACE: Duration = Duration::from_millis(100);
 
 /// Which of the maps `answers` (in the order the nodes were asked) to
-/// adopt: among those covering the most slots (a map that leaves slots
-/// uncovered while another node covers them is never taken), the one the
-/// most nodes agree on; on a tie, the first asked.
-pub(crate) fn choose_map(answers: &[Vec<SlotRange>]) -> Option<usize> {
+/// adopt, and how many answers agree with it: among those covering the
+/// most slots (a map that leaves slots uncovered while another node covers
+/// them is never taken), the one the most nodes agree on; on a tie, the
+/// first asked.
+pub(crate) fn choose_map(answers: &[&[SlotRange]]) -> Option<(usize, usize)> {
     let coverage = |ranges: &[SlotRange]| -> u32 {
         ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum()
     };
     let most = answers.iter().map(|a| coverage(a)).max()?;
     let full: Vec<usize> = (0..answers.len())
-        .filter(|&i| coverage(&answers[i]) == most)
+        .filter(|&i| coverage(answers[i]) == most)
         .collect();
     let votes = |i: usize| {
         full.iter()
-            .filter(|&&j| same_owners(&answers[j], &answers[i]))
+            .filter(|&&j| same_owners(answers[j], answers[i]))
             .count()
     };
     // The first of the most voted: `max_by_key` keeps the last maximum.
-    full.iter().rev().max_by_key(|&&i| votes(i)).copied()
+    full.iter()
+        .rev()
+        .map(|&i| (i, votes(i)))
+        .max_by_key(|&(_, votes)| votes)
 }
 
 impl Inner {
@@ -328,10 +332,9 @@ impl Inner {
                     break;
                 }
             }
-            let maps: Vec<Vec<SlotRange>> = answers.iter().map(|(_, m)| m.clone()).collect();
-            if let Some(chosen) = choose_map(&maps) {
+            let maps: Vec<&[SlotRange]> = answers.iter().map(|(_, m)| m.as_slice()).collect();
+            if let Some((chosen, agree)) = choose_map(&maps) {
                 let (from, ranges) = &answers[chosen];
-                let agree = maps.iter().filter(|m| same_owners(m, ranges)).count();
                 if agree < maps.len() {
                     tracing::warn!(
                         chosen = %from,
@@ -562,18 +565,13 @@ mod tests {
         let b = map(&[(0, 8191, "a:1"), (8192, 16383, "c:1")]);
         // Same owners, listed in another order: they agree.
         let a_again = map(&[(8192, 16383, "b:1"), (0, 8191, "a:1")]);
-        assert_eq!(
-            choose_map(&[b.clone(), a.clone(), a_again.clone()]),
-            Some(1)
-        );
+        // The answer two of three agree on, with its two votes.
+        assert_eq!(choose_map(&[&b, &a, &a_again]), Some((1, 2)));
         // A tie goes to the first node asked (the current owners come first).
-        assert_eq!(choose_map(&[b.clone(), a.clone()]), Some(0));
+        assert_eq!(choose_map(&[&b, &a]), Some((0, 1)));
         // A map that leaves slots uncovered loses, however many agree.
         let holed = map(&[(0, 8191, "a:1")]);
-        assert_eq!(
-            choose_map(&[holed.clone(), holed.clone(), b.clone()]),
-            Some(2)
-        );
+        assert_eq!(choose_map(&[&holed, &holed, &b]), Some((2, 1)));
         assert_eq!(choose_map(&[]), None);
         assert!(same_owners(&a, &a_again) && !same_owners(&a, &b));
     }

@@ -13,13 +13,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 
 use crate::client::Inner;
 use crate::conn::{encode, ConnError, Connection};
+use crate::map::Node;
 use crate::request::{classify, Classified, Failure, Retrying};
 use crate::stats::Counters;
 use crate::value::from_frame;
@@ -99,29 +100,10 @@ impl Client {
         let mut state = Retrying::new(inner);
         loop {
             let timeout = state.attempt_timeout(inner.config.attempt_timeout);
-            let node = match inner.snapshot.load().owner_of_slot(slot) {
-                Ok(node) => node.clone(),
-                Err(e) => {
-                    let failure = Failure {
-                        outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
-                        detail: e.to_string(),
-                    };
-                    inner.after_failure(&mut state, failure).await?;
-                    continue;
-                }
-            };
-            Counters::bump(&inner.counters.attempts);
             // A connection of its own: the watch is the connection's state.
-            let conn = match node.dedicated(timeout, &inner.config.conn).await {
-                Ok(conn) => conn,
-                Err(e) => {
-                    let failure = Failure {
-                        outcome: Outcome::Transport(e.failure()),
-                        detail: format!("{}: {e}", node.addr),
-                    };
-                    inner.after_failure(&mut state, failure).await?;
-                    continue;
-                }
+            let Some((node, conn)) = attempt_on(inner, &mut state, slot, timeout, true).await?
+            else {
+                continue;
             };
             let watched = conn.request(encode(&[&watch]), 1, timeout).await;
             match watched
@@ -270,29 +252,9 @@ impl Transaction {
         let mut state = Retrying::new(inner);
         loop {
             let timeout = state.attempt_timeout(inner.config.attempt_timeout);
-            let node = match inner.snapshot.load().owner_of_slot(slot) {
-                Ok(node) => node.clone(),
-                Err(e) => {
-                    let failure = Failure {
-                        outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
-                        detail: e.to_string(),
-                    };
-                    inner.after_failure(&mut state, failure).await?;
-                    continue;
-                }
-            };
-            Counters::bump(&inner.counters.attempts);
-            let conn = match node.connection(timeout, &inner.config.conn).await {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Not connected: nothing was sent.
-                    let failure = Failure {
-                        outcome: Outcome::Transport(e.failure()),
-                        detail: format!("{}: {e}", node.addr),
-                    };
-                    inner.after_failure(&mut state, failure).await?;
-                    continue;
-                }
+            let Some((node, conn)) = attempt_on(inner, &mut state, slot, timeout, false).await?
+            else {
+                continue;
             };
             match run_block(inner, &conn, &node.addr, &refs, timeout).await {
                 Ran::Applied(values) => return Ok(values),
@@ -303,6 +265,47 @@ impl Transaction {
                 }
                 Ran::Fatal(e) => return Err(e),
             }
+        }
+    }
+}
+
+/// One attempt's node for `slot` and a connection to it (one of its own
+/// when `dedicated`). `None` when there is no owner mapped or no
+/// connection: nothing was sent, the failure went through the retry
+/// machine (its refresh and delay are done), and the caller tries again.
+async fn attempt_on(
+    inner: &Arc<Inner>,
+    state: &mut Retrying,
+    slot: u16,
+    timeout: Duration,
+    dedicated: bool,
+) -> Result<Option<(Arc<Node>, Arc<Connection>)>, Error> {
+    let node = match inner.snapshot.load().owner_of_slot(slot) {
+        Ok(node) => node.clone(),
+        Err(e) => {
+            let failure = Failure {
+                outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
+                detail: e.to_string(),
+            };
+            inner.after_failure(state, failure).await?;
+            return Ok(None);
+        }
+    };
+    Counters::bump(&inner.counters.attempts);
+    let conn = if dedicated {
+        node.dedicated(timeout, &inner.config.conn).await
+    } else {
+        node.connection(timeout, &inner.config.conn).await
+    };
+    match conn {
+        Ok(conn) => Ok(Some((node, conn))),
+        Err(e) => {
+            let failure = Failure {
+                outcome: Outcome::Transport(e.failure()),
+                detail: format!("{}: {e}", node.addr),
+            };
+            inner.after_failure(state, failure).await?;
+            Ok(None)
         }
     }
 }
