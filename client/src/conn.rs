@@ -46,6 +46,10 @@ pub(crate) enum ConnError {
     Tls(String),
     /// The address does not resolve here (an announced hostname).
     Unresolved(String),
+    /// No reply yet from a node that had stopped answering, and the map
+    /// has moved the slot (where, in words): the wait was given up (the
+    /// outcome is unknown, as after a time-out).
+    Superseded(String),
 }
 
 impl ConnError {
@@ -54,7 +58,7 @@ impl ConnError {
         match self {
             ConnError::Refused(_) | ConnError::Unresolved(_) => TransportFailure::ConnectionRefused,
             ConnError::Reset(_) => TransportFailure::ConnectionReset,
-            ConnError::TimedOut => TransportFailure::TimedOut,
+            ConnError::TimedOut | ConnError::Superseded(_) => TransportFailure::TimedOut,
             ConnError::Protocol(_)
             | ConnError::Rejected(_)
             | ConnError::TooLarge { .. }
@@ -74,6 +78,9 @@ impl std::fmt::Display for ConnError {
             ConnError::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
             ConnError::Tls(e) => write!(f, "TLS: {e}"),
             ConnError::Unresolved(e) => f.write_str(e),
+            ConnError::Superseded(to) => {
+                write!(f, "no reply yet, and its slot is {to}: stopped waiting")
+            }
         }
     }
 }

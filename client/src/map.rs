@@ -2,7 +2,7 @@
 //! immutable, swapped whole; and the nodes, each with its one connection.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -26,6 +26,9 @@ pub(crate) struct Node {
     /// When connecting last failed (ms on the registry's clock, +1; 0:
     /// never or since succeeded): replica reads pass over it meanwhile.
     failed_at: AtomicU64,
+    /// A request to it timed out and nothing has answered since: it may be
+    /// frozen (a process that keeps its sockets and never replies).
+    unanswered: AtomicBool,
 }
 
 /// A replica whose connection failed is passed over for reads this long,
@@ -50,6 +53,22 @@ impl Node {
             connecting: Mutex::new(()),
             spares: std::sync::Mutex::default(),
             failed_at: AtomicU64::new(0),
+            unanswered: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether its last request timed out with no answer since.
+    pub(crate) fn unanswered(&self) -> bool {
+        self.unanswered.load(Ordering::Relaxed)
+    }
+
+    /// Notes how a request on its shared connection ended: a time-out
+    /// makes it suspect, any answer clears that.
+    pub(crate) fn note_reply<T>(&self, result: &Result<T, ConnError>) {
+        match result {
+            Ok(_) => self.unanswered.store(false, Ordering::Relaxed),
+            Err(ConnError::TimedOut) => self.unanswered.store(true, Ordering::Relaxed),
+            Err(_) => {}
         }
     }
 

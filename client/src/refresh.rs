@@ -85,6 +85,14 @@ impl Gate {
         u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
     }
 
+    /// The earliest moment a refresh would not be debounced.
+    pub(crate) fn next_allowed(&self) -> Instant {
+        match self.last_done.load(Ordering::Acquire) {
+            0 => Instant::now(),
+            last => self.origin + Duration::from_millis(last - 1) + self.min_interval,
+        }
+    }
+
     /// Refreshes unless one ran within the debounce window: starts `work`
     /// on the runtime if no refresh is in flight, else rides the one that
     /// is, and waits at most `wait` for it.
@@ -307,8 +315,10 @@ impl Inner {
                     candidates.push(node);
                 }
             }
+            // Nodes in a redirect loop, and nodes whose last request timed
+            // out (frozen, perhaps), are asked last.
             let suspects = self.redirects.suspects();
-            candidates.sort_by_key(|n| suspects.iter().any(|s| **s == *n.addr));
+            candidates.sort_by_key(|n| n.unanswered() || suspects.iter().any(|s| **s == *n.addr));
             let mut tried = Vec::new();
             let mut tls_failures = 0;
             let mut answers: Vec<(Arc<str>, Vec<SlotRange>)> = Vec::new();
@@ -508,6 +518,21 @@ mod tests {
             )
             .await;
         assert_eq!(again, Refreshed::Debounced);
+        // The next one is allowed 500 ms after the last finished, and is
+        // not debounced then.
+        let next = gate.next_allowed();
+        let left = next.saturating_duration_since(Instant::now());
+        assert!(left <= Duration::from_millis(500), "{left:?}");
+        tokio::time::sleep_until(next.into()).await;
+        let after = gate
+            .refresh(
+                &counters,
+                RefreshCause::Poll,
+                Duration::from_secs(5),
+                || async {},
+            )
+            .await;
+        assert_eq!(after, Refreshed::Done);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

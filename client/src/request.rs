@@ -26,6 +26,7 @@ use crate::cluster_map::{address, host_of};
 use crate::config::ReadFrom;
 use crate::conn::{encode, ConnError};
 use crate::map::Node;
+use crate::refresh::Refreshed;
 use crate::stats::{Counters, RefreshCause};
 use crate::Error;
 
@@ -264,6 +265,12 @@ struct Wait {
     /// How long to wait for a refresh, and why one is needed.
     refresh_wait: Option<(Duration, RefreshCause)>,
     until: Option<Instant>,
+    /// The map as it stands cannot route the retry (no owner for its
+    /// slot): when the refresh is debounced, the retry waits for the next
+    /// one the interval allows (not past `latest`), instead of failing
+    /// again on the same map.
+    needs_new_map: bool,
+    latest: Option<Instant>,
 }
 
 impl Wait {
@@ -273,6 +280,11 @@ impl Wait {
             (a, b) => a.or(b),
         };
         self.until = self.until.max(other.until);
+        self.needs_new_map |= other.needs_new_map;
+        self.latest = match (self.latest, other.latest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -378,13 +390,7 @@ impl Inner {
                 }
             }
             if !next.is_empty() {
-                if let Some((refresh_wait, cause)) = wait.refresh_wait {
-                    self.refresh(cause, refresh_wait).await;
-                }
-                if let Some(until) = wait.until {
-                    // The delay runs from the failure; the refresh spent part of it.
-                    tokio::time::sleep_until(until.into()).await;
-                }
+                self.wait_out(wait).await;
             }
             round = next;
         }
@@ -465,7 +471,73 @@ impl Inner {
 
     /// One batch in one write: the replies of all its members, in order
     /// (an `ASKING`'s `+OK` before the request that follows it).
+    ///
+    /// On a node that has stopped answering (its last request timed out),
+    /// the wait is raced against the map: once it names another owner for
+    /// a member's slot (the cluster failed a frozen master over), the
+    /// attempt is given up then, not at its time-out, and the retry goes to
+    /// the new owner.
     async fn send_batch<R: Requests + ?Sized>(
+        self: &Arc<Self>,
+        batch: &Batch,
+        requests: &R,
+        round: &[InFlight],
+        started: Instant,
+    ) -> Result<Vec<BytesFrame>, ConnError> {
+        let send = self.write_batch(batch, requests, round, started);
+        if batch.dedicated || !batch.node.unanswered() {
+            return send.await;
+        }
+        let slots: SmallVec<[u16; 1]> = batch
+            .members
+            .iter()
+            .filter(|&&(_, asking)| !asking)
+            .filter_map(|&(at, _)| match requests.to(round[at].index) {
+                To::Slot(slot) => Some(slot),
+                To::Node(_) => None,
+            })
+            .collect();
+        if slots.is_empty() {
+            return send.await;
+        }
+        tokio::select! {
+            sent = send => sent,
+            to = self.owner_moves(&batch.node, &slots) => {
+                Counters::bump(&self.counters.attempts_abandoned);
+                tracing::info!(from = %batch.node.addr, %to, "stopped waiting on a silent node");
+                Err(ConnError::Superseded(to))
+            }
+        }
+    }
+
+    /// Resolves, saying where the slot went, once the map names another
+    /// owner than `node` (or none) for one of `slots`; refreshes the map meanwhile
+    /// as often as the refresh interval allows.
+    async fn owner_moves(self: &Arc<Self>, node: &Arc<Node>, slots: &[u16]) -> String {
+        loop {
+            {
+                let snapshot = self.snapshot.load();
+                // Another owner, or none (the cluster marked it failed).
+                let moved = slots
+                    .iter()
+                    .find_map(|&slot| match snapshot.owner_of_slot(slot) {
+                        Ok(owner) if Arc::ptr_eq(owner, node) => None,
+                        Ok(owner) => Some(format!("now at {}", owner.addr)),
+                        Err(_) => Some("now without an owner".to_owned()),
+                    });
+                if let Some(owner) = moved {
+                    return owner;
+                }
+            }
+            let soon = Instant::now() + Duration::from_millis(10);
+            tokio::time::sleep_until(self.gate.next_allowed().max(soon).into()).await;
+            self.refresh(RefreshCause::Failure, self.config.refresh_wait)
+                .await;
+        }
+    }
+
+    /// [`Self::send_batch`] without the race.
+    async fn write_batch<R: Requests + ?Sized>(
         &self,
         batch: &Batch,
         requests: &R,
@@ -534,8 +606,13 @@ impl Inner {
             batch.node.give_back(conn);
             Ok(frames)
         } else {
-            let conn = batch.node.connection(timeout, &self.config.conn).await?;
-            conn.request(bytes, replies, timeout).await
+            let sent = async {
+                let conn = batch.node.connection(timeout, &self.config.conn).await?;
+                conn.request(bytes, replies, timeout).await
+            }
+            .await;
+            batch.node.note_reply(&sent);
+            sent
         }
     }
 
@@ -614,13 +691,31 @@ impl Inner {
         failure: Failure,
     ) -> Result<(), Error> {
         let wait = self.decide(state, failure)?;
+        self.wait_out(wait).await;
+        Ok(())
+    }
+
+    /// The refresh and the pause a retry waits for.
+    async fn wait_out(self: &Arc<Self>, wait: Wait) {
         if let Some((refresh_wait, cause)) = wait.refresh_wait {
-            self.refresh(cause, refresh_wait).await;
+            let refreshed = self.refresh(cause, refresh_wait).await;
+            if wait.needs_new_map && refreshed == Refreshed::Debounced {
+                // The same map would fail the retry again: wait for the
+                // next refresh allowed, or the pause if longer.
+                let next = self
+                    .gate
+                    .next_allowed()
+                    .max(wait.until.unwrap_or_else(Instant::now));
+                let at = wait.latest.map_or(next, |latest| next.min(latest));
+                tokio::time::sleep_until(at.into()).await;
+                self.refresh(cause, refresh_wait).await;
+                return;
+            }
         }
         if let Some(until) = wait.until {
+            // The delay runs from the failure; the refresh spent part of it.
             tokio::time::sleep_until(until.into()).await;
         }
-        Ok(())
     }
 
     /// What the retry machine makes of a failed attempt: the wait before
@@ -666,6 +761,8 @@ impl Inner {
                 Ok(Wait {
                     refresh_wait,
                     until: Some(state.deadline.map_or(until, |d| until.min(d))),
+                    needs_new_map: outcome == Outcome::Transport(TransportFailure::NoOwnerMapped),
+                    latest: state.deadline,
                 })
             }
         }

@@ -54,6 +54,7 @@ pub(crate) struct Counters {
     pub refreshes_failed: AtomicU64,
     pub pushes_applied: AtomicU64,
     pub watch_conflicts: AtomicU64,
+    pub attempts_abandoned: AtomicU64,
 }
 
 impl Counters {
@@ -98,6 +99,7 @@ impl Counters {
             refreshes_failed: get(&self.refreshes_failed),
             pushes_applied: get(&self.pushes_applied),
             watch_conflicts: get(&self.watch_conflicts),
+            attempts_abandoned: get(&self.attempts_abandoned),
         }
     }
 }
@@ -134,6 +136,10 @@ pub struct Stats {
     pub pushes_applied: u64,
     /// Watched transactions run again because a watched key changed.
     pub watch_conflicts: u64,
+    /// Attempts on a node that had stopped answering (a request to it timed
+    /// out) given up before their time-out because the map moved their
+    /// slot to another owner meanwhile; retried there.
+    pub attempts_abandoned: u64,
 }
 
 impl Stats {

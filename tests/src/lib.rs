@@ -33,12 +33,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The runtime the client tests drive `zaris-client` with: two workers,
-/// like the machines they run on.
+/// like the machines they run on. `ZARIS_TEST_LOG` (a `tracing` filter,
+/// such as `zaris_client=debug`) shows what the client did.
 ///
 /// # Panics
 /// The runtime cannot be built.
 #[must_use]
 pub fn runtime() -> tokio::runtime::Runtime {
+    if let Ok(filter) = std::env::var("ZARIS_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

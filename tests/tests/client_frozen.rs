@@ -134,12 +134,13 @@ fn frozen_master(server: &str) {
     let late = written.saturating_duration_since(failed_over);
     eprintln!(
         "{server}: frozen master failed over after {:?}; the write landed {:?} later; \
-         other shards' median GET {:?} (healthy {:?}, {:.2}x)",
+         other shards' median GET {:?} (healthy {:?}, {:.2}x); {} attempt(s) given up early",
         failed_over - frozen_at,
         late,
         frozen_p50,
         healthy_p50,
-        frozen_p50.as_secs_f64() / healthy_p50.as_secs_f64()
+        frozen_p50.as_secs_f64() / healthy_p50.as_secs_f64(),
+        client.stats().attempts_abandoned
     );
     assert!(
         late <= Duration::from_secs(1),
