@@ -134,7 +134,9 @@ impl Gate {
             tokio::spawn(async move {
                 work.await;
                 gate.last_done.store(gate.now_ms(), Ordering::Release);
-                let _ = mine.done.send(true);
+                // `send_replace`, not `send`: the value must stick even when no
+                // rider has subscribed yet (work that ends at once).
+                mine.done.send_replace(true);
                 // Clear the slot only if it is still ours: no lock.
                 gate.in_flight
                     .compare_and_swap(&Some(mine), None::<Arc<Flight>>);
