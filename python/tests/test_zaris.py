@@ -19,9 +19,21 @@ import zaris
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free a moment ago whose cluster bus port (+10000) is free
+    too: redis-server refuses cluster mode above port 55535."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 55535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair below 55536")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +50,7 @@ def server():
     )
     client = redis.Redis(host="127.0.0.1", port=port)
     for _ in range(100):
+        assert process.poll() is None, f"redis-server exited ({process.returncode}) on port {port}"
         try:
             client.ping()
             break

@@ -24,15 +24,26 @@ let server;
 let port;
 let workdir;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
+/** A port free a moment ago (0: any), or null when taken. */
+function probePort(wanted) {
+  return new Promise((resolve) => {
     const probe = net.createServer();
-    probe.listen(0, '127.0.0.1', () => {
+    probe.once('error', () => resolve(null));
+    probe.listen(wanted, '127.0.0.1', () => {
       const { port } = probe.address();
       probe.close(() => resolve(port));
     });
-    probe.on('error', reject);
   });
+}
+
+/** A free port whose cluster bus port (+10000) is free too: redis-server
+ * refuses cluster mode above port 55535. */
+async function freePort() {
+  for (let i = 0; i < 100; i++) {
+    const port = await probePort(0);
+    if (port !== null && port <= 55535 && (await probePort(port + 10000)) !== null) return port;
+  }
+  throw new Error('no free port pair below 55536');
 }
 
 before(async () => {
@@ -40,7 +51,10 @@ before(async () => {
   workdir = mkdtempSync(path.join(tmpdir(), 'zaris-npm-'));
   server = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes',
     '--cluster-config-file', 'nodes.conf', '--save', '', '--appendonly', 'no'], { cwd: workdir, stdio: 'ignore' });
+  let exited = null;
+  server.on('exit', (code) => { exited = code; });
   for (let i = 0; i < 100; i++) {
+    if (exited !== null) throw new Error(`redis-server exited (${exited}) on port ${port}`);
     try {
       await keyslots([Buffer.from('ping')]);
       return;
