@@ -68,14 +68,8 @@ pub(crate) fn key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
 #[inline(always)]
 pub(crate) fn short_key_crc_in_block<E: Engine>(e: E, key: &[u8]) -> u16 {
     let block = load_padded(key);
-    match tag::span_in_block(block) {
-        // Positions count from the top byte of the block.
-        Some((open, close)) => {
-            // Slide the tag down to the bottom and clear what was before it.
-            let len = close - open - 1;
-            let tag = (block >> (8 * (16 - close))) & ((1u128 << (8 * len)) - 1);
-            e.crc_of_block(tag, len > 8)
-        }
+    match tag::tag_in_block(block) {
+        Some((tag, len)) => e.crc_of_block(tag, len > 8),
         None => e.crc_of_block(block, key.len() > 8),
     }
 }

@@ -4,7 +4,7 @@
 
 use super::generic::{update_with, Engine, BLOCK};
 use super::gf2::POLY;
-use super::swar::{byte_hits, load_padded};
+use super::swar::{byte_hits, load_padded, load_padded_word};
 use super::tag;
 
 /// `TABLES[k][b]` is the CRC of byte `b` followed by `k` zero bytes, so one
@@ -109,10 +109,15 @@ impl Engine for Portable {
 
     #[inline]
     fn short_key_crc(self, key: &[u8]) -> u16 {
-        // Most keys hold no '{': hash them without looking for a tag.
+        // A key of one word is hashed without 128-bit arithmetic; the tag
+        // is cut out of the loaded key by shifts.
+        if key.len() <= 8 {
+            let word = load_padded_word(key);
+            return step8(0, tag::tag_in_word(word).map_or(word, |(tag, _)| tag));
+        }
         let block = load_padded(key);
         if byte_hits((block >> 64) as u64, b'{') | byte_hits(block as u64, b'{') == 0 {
-            return self.crc_of_block(block, key.len() > 8);
+            return self.crc_of_block(block, true);
         }
         // A tag: found by the reference rule (a word at a time), then
         // hashed as a block of its own.
@@ -121,7 +126,7 @@ impl Engine for Portable {
                 let tag = key.get(span).unwrap_or_default();
                 self.crc_of_block(load_padded(tag), tag.len() > 8)
             }
-            None => self.crc_of_block(block, key.len() > 8),
+            None => self.crc_of_block(block, true),
         }
     }
 }

@@ -19,16 +19,6 @@ pub(crate) const fn byte_hits(word: u64, needle: u8) -> u64 {
     x.wrapping_sub(LOW) & !x & HIGH
 }
 
-/// The top bit of each byte of `block` that equals `byte`, and no other bit.
-/// Exact per byte, unlike the cheaper "has zero byte" trick, whose borrow
-/// can mark a byte above a match.
-#[inline(always)]
-pub(crate) const fn bytes_equal(block: u128, byte: u8) -> u128 {
-    const LOW7: u128 = u128::from_ne_bytes([0x7F; 16]);
-    let x = block ^ u128::from_ne_bytes([byte; 16]);
-    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
-}
-
 /// Position of the first `needle` in `hay`, eight bytes a step.
 #[inline]
 pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
@@ -43,12 +33,10 @@ pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
         .map(|p| words.len() * 8 + p)
 }
 
-/// At most 16 bytes as one big-endian number, zero-padded in front. The CRC
-/// from state 0 of the padded block equals the CRC of the bytes, since
-/// leading zeros leave a zero state untouched; more than 16 bytes read as
-/// their last 16.
+/// At most 8 bytes as one big-endian word, zero-padded in front (see
+/// [`load_padded`]); more than 8 read as their last 8.
 #[inline(always)]
-pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
+pub(crate) fn load_padded_word(bytes: &[u8]) -> u64 {
     // Two overlapping loads cover any length; shared bytes land in the same
     // place in both, so or-ing them is exact.
     let n = bytes.len();
@@ -56,7 +44,7 @@ pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
         [] => 0,
         [a, ..] if n < 4 => {
             let (mid, last) = (bytes[n / 2], bytes[n - 1]);
-            u128::from(
+            u64::from(
                 u32::from(a) << (8 * (n - 1))
                     | u32::from(mid) << (8 * (n - 1 - n / 2))
                     | u32::from(last),
@@ -65,8 +53,21 @@ pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
         _ if n < 8 => {
             let head = read_be::<4>(bytes, 0);
             let tail = read_be::<4>(bytes, n - 4);
-            u128::from(head << (8 * (n - 4)) | tail)
+            head << (8 * (n - 4)) | tail
         }
+        _ => read_be::<8>(bytes, n - 8),
+    }
+}
+
+/// At most 16 bytes as one big-endian number, zero-padded in front. The CRC
+/// from state 0 of the padded block equals the CRC of the bytes, since
+/// leading zeros leave a zero state untouched; more than 16 bytes read as
+/// their last 16.
+#[inline(always)]
+pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
+    let n = bytes.len();
+    match *bytes {
+        _ if n <= 8 => u128::from(load_padded_word(bytes)),
         _ if n <= 16 => {
             let head = u128::from(read_be::<8>(bytes, 0));
             let tail = u128::from(read_be::<8>(bytes, n - 8));
@@ -102,13 +103,6 @@ mod tests {
                     w[at] = b;
                     let expect = w.contains(&needle);
                     assert_eq!(word_has_byte(u64::from_le_bytes(w), needle), expect);
-                    let mut block = [needle.wrapping_add(1); 16];
-                    block[at * 2] = b;
-                    let hits = bytes_equal(u128::from_be_bytes(block), needle);
-                    let want = (0..16)
-                        .filter(|&i| block[i] == needle)
-                        .fold(0u128, |m, i| m | 0x80 << (8 * (15 - i)));
-                    assert_eq!(hits, want, "needle {needle:#x} byte {b:#x}");
                 }
             }
         }
@@ -134,6 +128,7 @@ mod tests {
                 .iter()
                 .fold(0u128, |a, &b| a << 8 | u128::from(b));
             assert_eq!(load_padded(&msg[..n]), want, "n {n}");
+            assert_eq!(load_padded_word(&msg[..n]), want as u64, "n {n}");
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use core::ops::Range;
 
-use super::swar::{bytes_equal, find_byte};
+use super::swar::find_byte;
 
 /// The reference: where the hash tag lies in `key`, or `None` when the
 /// whole key is hashed.
@@ -18,23 +18,46 @@ pub(crate) fn span(key: &[u8]) -> Option<Range<usize>> {
     (close > open + 1).then_some(open + 1..close)
 }
 
-/// The rule on a key of at most 16 bytes held as one zero-padded big-endian
-/// block (the portable engine's short key): `(open, close)` counted in bytes
-/// from the top of the block, the tag being the bytes strictly between.
-/// Padding bytes are zero and never match a brace.
-#[inline(always)]
-pub(crate) fn span_in_block(block: u128) -> Option<(u32, u32)> {
-    let opens = bytes_equal(block, b'{');
-    if opens == 0 {
-        return None;
-    }
-    let open = opens.leading_zeros() / 8;
-    // Positions after the first '{' (none when it is the last byte).
-    let after_open = (1u128 << (120 - 8 * open)) - 1;
-    let closes = bytes_equal(block, b'}') & after_open;
-    let close = closes.leading_zeros() / 8;
-    (closes != 0 && close > open + 1).then_some((open, close))
+/// The rule on a key held as one zero-padded big-endian number (as
+/// the portable engine's short keys, at most 16 bytes): the tag slid down to the bottom and its length, or
+/// `None` when the whole key is hashed. The braces are found with the
+/// cheap "has zero byte" test on the number byte-reversed (first key byte
+/// lowest): its stray marks only ever sit above a true match, so the
+/// lowest mark is the first brace, and once the bits up to the `{` are
+/// cleared, the lowest `}` mark is exact too (a stray one would need a
+/// true `}` right below it, through the `{`).
+macro_rules! tag_in {
+    ($name:ident, $int:ty) => {
+        #[inline(always)]
+        pub(crate) fn $name(padded: $int) -> Option<($int, u32)> {
+            const LOW: $int = <$int>::MAX / 0xFF;
+            const HIGH: $int = LOW << 7;
+            let hits = |x: $int, byte: u8| {
+                let x = x ^ LOW * <$int>::from(byte);
+                x.wrapping_sub(LOW) & !x & HIGH
+            };
+            let bytes = <$int>::BITS / 8;
+            let first_lowest = padded.swap_bytes();
+            let opens = hits(first_lowest, b'{');
+            if opens == 0 {
+                return None;
+            }
+            let open = opens.trailing_zeros() / 8;
+            let closes = hits(first_lowest, b'}') & <$int>::MAX.checked_shl(8 * (open + 1))?;
+            let close = closes.trailing_zeros() / 8;
+            if closes == 0 || close == open + 1 {
+                return None;
+            }
+            // The tag's last byte sits `bytes - close` bytes up in `padded`.
+            let len = close - open - 1;
+            let tag = (padded >> (8 * (bytes - close))) & ((1 << (8 * len)) - 1);
+            Some((tag, len))
+        }
+    };
 }
+
+tag_in!(tag_in_word, u64);
+tag_in!(tag_in_block, u128);
 
 /// The rule on move-masks of a zero-padded 16-byte block in a vector
 /// register, where bit `j` stands for the byte `15 - j` from the top (so the
@@ -132,13 +155,29 @@ mod tests {
     }
 
     #[test]
-    fn block_variant_matches_the_reference() {
+    fn word_and_block_variants_match_the_reference() {
+        let padded = |bytes: &[u8]| bytes.iter().fold(0u128, |a, &b| a << 8 | u128::from(b));
         brace_placements(16, |key| {
-            let block = super::super::swar::load_padded(key);
-            let pad = 16 - key.len() as u32;
-            let got = span_in_block(block).map(|(o, c)| (o - pad + 1) as usize..(c - pad) as usize);
-            assert_eq!(got, span(key), "{:?}", key.escape_ascii());
+            let want = span(key).map(|s| (padded(&key[s.clone()]), s.len() as u32));
+            assert_eq!(tag_in_block(padded(key)), want, "{:?}", key.escape_ascii());
+            if key.len() <= 8 {
+                let got = tag_in_word(padded(key) as u64).map(|(t, n)| (u128::from(t), n));
+                assert_eq!(got, want, "{:?}", key.escape_ascii());
+            }
         });
+        // Bytes one above a brace (`|`, `|` ^ 1) next to braces, where the
+        // cheap test leaves stray marks.
+        for key in [
+            &b"}|{a}"[..],
+            b"{|}|",
+            b"a}||{b}",
+            b"{z||}",
+            b"||{}|}",
+            b"{{||}}",
+        ] {
+            let want = span(key).map(|s| (padded(&key[s.clone()]), s.len() as u32));
+            assert_eq!(tag_in_block(padded(key)), want, "{:?}", key.escape_ascii());
+        }
     }
 
     #[test]
