@@ -3,6 +3,12 @@
 //! the interleaved per-engine figures (steadier) over
 //! [`INTERLEAVED_THRESHOLD`]. A report, not a gate: shared machines are
 //! noisy, and a person reads it.
+//!
+//! The interleaved figures are compared in cycles, not nanoseconds: each
+//! run measures its own clock ([`CLOCK`], a chain of dependent multiplies),
+//! and the latest run's figures are scaled to the earlier run's clock, so a
+//! host that ran slower (a shared machine, a lower turbo) is not read as
+//! slower code.
 
 use std::fmt::Write;
 
@@ -13,6 +19,18 @@ pub const REGRESSION_THRESHOLD: f64 = 0.10;
 
 /// An interleaved figure more than 5% above the previous record's is one.
 pub const INTERLEAVED_THRESHOLD: f64 = 0.05;
+
+/// The interleaved case that measures the clock (64 dependent multiplies).
+pub const CLOCK: &str = "clock/imul-64";
+
+/// How much slower the latest run's clock ran than the previous one's
+/// (`latest / previous` of [`CLOCK`]), when both runs measured it.
+#[must_use]
+pub fn clock_ratio(previous: &Record, latest: &Record) -> Option<f64> {
+    let before = *previous.interleaved_ns.get(CLOCK)?;
+    let after = *latest.interleaved_ns.get(CLOCK)?;
+    (before > 0.0 && after > 0.0).then(|| after / before)
+}
 
 /// One benchmark in two runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,11 +99,22 @@ pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
         .collect();
     interleaved.sort();
     interleaved.dedup();
-    let interleaved = interleaved.into_iter().map(|id| Change {
+    // The latest figures at the previous run's clock (the clock itself kept
+    // as measured, to show the change).
+    let clock = clock_ratio(previous, latest).unwrap_or(1.0);
+    let interleaved = interleaved.into_iter().map(move |id| Change {
         id: format!("interleaved {id}"),
         before: previous.interleaved_ns.get(id).copied(),
-        after: latest.interleaved_ns.get(id).copied(),
-        threshold: INTERLEAVED_THRESHOLD,
+        after: latest
+            .interleaved_ns
+            .get(id)
+            .map(|&ns| if id == CLOCK { ns } else { ns / clock }),
+        // The clock is the machine, not the code.
+        threshold: if id == CLOCK {
+            f64::INFINITY
+        } else {
+            INTERLEAVED_THRESHOLD
+        },
     });
     medians.chain(interleaved).collect()
 }
@@ -107,6 +136,13 @@ pub fn report(previous: &Record, latest: &Record) -> String {
             out,
             "note: different CPUs ({} -> {}); changes may be the machine",
             previous.cpu, latest.cpu
+        );
+    }
+    if let Some(clock) = clock_ratio(previous, latest) {
+        let _ = writeln!(
+            out,
+            "interleaved figures at the earlier run's clock: the latest ran {:+.1}% ({CLOCK}), scaled by 1/{clock:.3}",
+            (clock - 1.0) * 100.0
         );
     }
     let ns = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
@@ -239,5 +275,32 @@ mod tests {
             .map(|c| c.id)
             .collect();
         assert_eq!(regressed, ["interleaved b"]);
+    }
+
+    #[test]
+    fn interleaved_figures_are_compared_at_one_clock() {
+        let mut before = record("aaa", &[]);
+        let mut after = record("bbb", &[]);
+        // The host ran 10% slower: the code that kept its cycles did not
+        // regress; the code that took 10% more cycles did.
+        for (id, was, is) in [
+            (CLOCK, 60.0, 66.0),
+            ("kept", 10.0, 11.0),
+            ("worse", 10.0, 12.1),
+        ] {
+            before.interleaved_ns.insert(id.into(), was);
+            after.interleaved_ns.insert(id.into(), is);
+        }
+        assert_eq!(clock_ratio(&before, &after), Some(1.1));
+        let changes = compare(&before, &after);
+        let regressed: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.is_regression())
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(regressed, ["interleaved worse"], "the clock is the machine");
+        let kept = changes.iter().find(|c| c.id == "interleaved kept").unwrap();
+        assert!((kept.after.unwrap() - 10.0).abs() < 1e-9);
+        assert!(report(&before, &after).contains("the latest ran +10.0% (clock/imul-64)"));
     }
 }

@@ -33,30 +33,12 @@ pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
         .map(|p| words.len() * 8 + p)
 }
 
-/// At most 8 bytes as one big-endian word, zero-padded in front (see
-/// [`load_padded`]); more than 8 read as their last 8.
+/// At most 8 bytes as one big-endian word, zero-padded in front; more read
+/// as their last 8 (the low half of [`load_padded`], whose 128-bit
+/// arithmetic folds away once truncated).
 #[inline(always)]
 pub(crate) fn load_padded_word(bytes: &[u8]) -> u64 {
-    // Two overlapping loads cover any length; shared bytes land in the same
-    // place in both, so or-ing them is exact.
-    let n = bytes.len();
-    match *bytes {
-        [] => 0,
-        [a, ..] if n < 4 => {
-            let (mid, last) = (bytes[n / 2], bytes[n - 1]);
-            u64::from(
-                u32::from(a) << (8 * (n - 1))
-                    | u32::from(mid) << (8 * (n - 1 - n / 2))
-                    | u32::from(last),
-            )
-        }
-        _ if n < 8 => {
-            let head = read_be::<4>(bytes, 0);
-            let tail = read_be::<4>(bytes, n - 4);
-            head << (8 * (n - 4)) | tail
-        }
-        _ => read_be::<8>(bytes, n - 8),
-    }
+    load_padded(bytes) as u64
 }
 
 /// At most 16 bytes as one big-endian number, zero-padded in front. The CRC
@@ -65,9 +47,24 @@ pub(crate) fn load_padded_word(bytes: &[u8]) -> u64 {
 /// their last 16.
 #[inline(always)]
 pub(crate) fn load_padded(bytes: &[u8]) -> u128 {
+    // Two overlapping loads cover any length; shared bytes land in the same
+    // place in both, so or-ing them is exact.
     let n = bytes.len();
     match *bytes {
-        _ if n <= 8 => u128::from(load_padded_word(bytes)),
+        [] => 0,
+        [a, ..] if n < 4 => {
+            let (mid, last) = (bytes[n / 2], bytes[n - 1]);
+            u128::from(
+                u32::from(a) << (8 * (n - 1))
+                    | u32::from(mid) << (8 * (n - 1 - n / 2))
+                    | u32::from(last),
+            )
+        }
+        _ if n < 8 => {
+            let head = read_be::<4>(bytes, 0);
+            let tail = read_be::<4>(bytes, n - 4);
+            u128::from(head << (8 * (n - 4)) | tail)
+        }
         _ if n <= 16 => {
             let head = u128::from(read_be::<8>(bytes, 0));
             let tail = u128::from(read_be::<8>(bytes, n - 8));
