@@ -67,13 +67,10 @@ impl Driver {
     async fn connect(name: &str, seeds: &[String]) -> Result<Driver, String> {
         let connecting = async {
             match name {
-                "zaris" => {
-                    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
-                    Client::connect(&seeds)
-                        .await
-                        .map(Driver::Zaris)
-                        .map_err(|e| e.to_string())
-                }
+                "zaris" => Client::connect(seeds)
+                    .await
+                    .map(Driver::Zaris)
+                    .map_err(|e| e.to_string()),
                 "fred" => {
                     let hosts: Vec<(String, u16)> = seeds
                         .iter()

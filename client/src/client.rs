@@ -74,7 +74,7 @@ impl Client {
     /// # Errors
     /// [`Error::NoSeedReachable`] when no seed answers with a cluster map;
     /// [`Error::Config`] for a bad environment variable or seed.
-    pub async fn connect(seeds: &[&str]) -> Result<Client, Error> {
+    pub async fn connect<S: AsRef<str>>(seeds: &[S]) -> Result<Client, Error> {
         Builder::default().connect(seeds).await
     }
 
@@ -84,13 +84,13 @@ impl Client {
         Builder::default()
     }
 
-    pub(crate) async fn start(seeds: &[&str], config: Config) -> Result<Client, Error> {
+    pub(crate) async fn start(seeds: Vec<String>, config: Config) -> Result<Client, Error> {
         if seeds.is_empty() {
             return Err(Error::Config("no seed addresses given".into()));
         }
         let min_interval = config.refresh_min_interval;
         let registry = Registry::default();
-        for seed in seeds {
+        for seed in &seeds {
             registry.node(seed);
         }
         let state = std::collections::hash_map::RandomState::new();
@@ -99,7 +99,7 @@ impl Client {
             config,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),
             registry,
-            seeds: seeds.iter().map(|s| (*s).to_owned()).collect(),
+            seeds,
             gate: Arc::new(Gate::new(min_interval)),
             redirects: Redirects::default(),
             counters: Counters::default(),

@@ -267,13 +267,13 @@ impl Builder {
     }
 
     /// Connects with these settings (see [`crate::Client::connect`]).
-    /// Seeds are `host:port`, `redis://host:port` or `rediss://host:port`
-    /// (TLS), all of one kind.
+    /// Seeds (any strings: `&str`, `String`) are `host:port`,
+    /// `redis://host:port` or `rediss://host:port` (TLS), all of one kind.
     ///
     /// # Errors
     /// [`Error::Config`] for a bad setting or seed; [`Error::NoSeedReachable`]
     /// when no seed answers with a cluster map.
-    pub async fn connect(mut self, seeds: &[&str]) -> Result<crate::Client, Error> {
+    pub async fn connect<S: AsRef<str>>(mut self, seeds: &[S]) -> Result<crate::Client, Error> {
         let (seeds, scheme) = parse_seeds(seeds)?;
         match (scheme, self.tls.is_some()) {
             (Some(Scheme::Tls), false) => self.tls = Some(default_tls()?),
@@ -285,8 +285,7 @@ impl Builder {
             _ => {}
         }
         let config = self.resolve()?;
-        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
-        crate::Client::start(&seeds, config).await
+        crate::Client::start(seeds, config).await
     }
 
     pub(crate) fn resolve(self) -> Result<Config, Error> {
@@ -355,16 +354,17 @@ enum Scheme {
 
 /// The seeds as `host:port`, and the scheme they named (`None`: bare
 /// `host:port`, the builder decides). Mixed schemes are refused.
-fn parse_seeds(seeds: &[&str]) -> Result<(Vec<String>, Option<Scheme>), Error> {
+fn parse_seeds<S: AsRef<str>>(seeds: &[S]) -> Result<(Vec<String>, Option<Scheme>), Error> {
     let mut scheme = None;
     let mut out = Vec::with_capacity(seeds.len());
     for seed in seeds {
+        let seed = seed.as_ref();
         let (this, rest) = if let Some(rest) = seed.strip_prefix("rediss://") {
             (Some(Scheme::Tls), rest)
         } else if let Some(rest) = seed.strip_prefix("redis://") {
             (Some(Scheme::Plain), rest)
         } else {
-            (None, *seed)
+            (None, seed)
         };
         let addr = rest.trim_end_matches('/');
         if addr.contains('@') {

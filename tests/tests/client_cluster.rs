@@ -402,7 +402,6 @@ fn churn(server: &str, over: &Over) {
     let server = &format!("{server} ({})", over.name);
     let rt = runtime();
     let seeds = over.seeds(&cluster);
-    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let builder = || {
         over.builder()
             .max_attempts(10)
@@ -672,7 +671,6 @@ fn a_moved_slot_costs_a_handful_of_refreshes_and_raw_statuses_show_without_retri
         let cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
         let seeds = [cluster.addr(0)];
-        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
         let client = rt
             .block_on(Client::builder().env(no_env).connect(&seeds))
             .unwrap();

@@ -48,7 +48,6 @@ fn frozen_master(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
     let seeds = cluster.addrs();
-    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let client = rt
         .block_on(
             Client::builder()

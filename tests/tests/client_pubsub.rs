@@ -52,7 +52,6 @@ fn churn(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
     let seeds = cluster.addrs();
-    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let builder = || {
         Client::builder()
             .env(no_env)

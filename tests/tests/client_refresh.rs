@@ -42,7 +42,6 @@ fn loops_are_caught_disagreement_outvoted_and_refreshes_rate_limited() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
         let seeds = cluster.addrs();
-        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
         let client = rt
             .block_on(
                 Client::builder()

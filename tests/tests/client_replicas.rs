@@ -68,7 +68,6 @@ fn replica_reads(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
     let seeds = cluster.addrs();
-    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     // Writes wait for the replica, so the reads below cannot be stale.
     let writer = rt
         .block_on(
