@@ -303,6 +303,22 @@ impl Inner {
             .await
     }
 
+    /// The next refresh the interval allows, once `not_before` has passed
+    /// (but no later than `not_after`, a caller's deadline): for a caller
+    /// that needs a new map, where [`Self::refresh`] would be skipped.
+    pub(crate) async fn refresh_next(
+        self: &Arc<Self>,
+        cause: RefreshCause,
+        wait: Duration,
+        not_before: Instant,
+        not_after: Option<Instant>,
+    ) -> Refreshed {
+        let next = self.gate.next_allowed().max(not_before);
+        let at = not_after.map_or(next, |latest| next.min(latest));
+        tokio::time::sleep_until(at.into()).await;
+        self.refresh(cause, wait).await
+    }
+
     /// Asks the known nodes for the map, [`VOTERS`] at a time (the current
     /// owners first, then every other node heard of, then the seeds; nodes
     /// caught in a redirect loop last) until some answer, and publishes

@@ -511,8 +511,8 @@ impl Inner {
     }
 
     /// Resolves, saying where the slot went, once the map names another
-    /// owner than `node` (or none) for one of `slots`; refreshes the map meanwhile
-    /// as often as the refresh interval allows.
+    /// owner than `node` (or none) for one of `slots`; refreshes the map
+    /// meanwhile as often as the refresh interval allows.
     async fn owner_moves(self: &Arc<Self>, node: &Arc<Node>, slots: &[u16]) -> String {
         loop {
             {
@@ -529,9 +529,10 @@ impl Inner {
                     return owner;
                 }
             }
+            // At least 10 ms apart, so that a refresh skipped at the edge of
+            // the interval (milliseconds rounded) cannot make this spin.
             let soon = Instant::now() + Duration::from_millis(10);
-            tokio::time::sleep_until(self.gate.next_allowed().max(soon).into()).await;
-            self.refresh(RefreshCause::Failure, self.config.refresh_wait)
+            self.refresh_next(RefreshCause::Failure, self.config.refresh_wait, soon, None)
                 .await;
         }
     }
@@ -702,13 +703,9 @@ impl Inner {
             if wait.needs_new_map && refreshed == Refreshed::Debounced {
                 // The same map would fail the retry again: wait for the
                 // next refresh allowed, or the pause if longer.
-                let next = self
-                    .gate
-                    .next_allowed()
-                    .max(wait.until.unwrap_or_else(Instant::now));
-                let at = wait.latest.map_or(next, |latest| next.min(latest));
-                tokio::time::sleep_until(at.into()).await;
-                self.refresh(cause, refresh_wait).await;
+                let pause = wait.until.unwrap_or_else(Instant::now);
+                self.refresh_next(cause, refresh_wait, pause, wait.latest)
+                    .await;
                 return;
             }
         }
