@@ -244,12 +244,9 @@ const VOTE_GRACE: Duration = Duration::from_millis(100);
 /// them is never taken), the one the most nodes agree on; on a tie, the
 /// first asked.
 pub(crate) fn choose_map(answers: &[&[SlotRange]]) -> Option<(usize, usize)> {
-    let coverage = |ranges: &[SlotRange]| -> u32 {
-        ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum()
-    };
-    let most = answers.iter().map(|a| coverage(a)).max()?;
+    let most = answers.iter().map(|a| slots_covered(a)).max()?;
     let full: Vec<usize> = (0..answers.len())
-        .filter(|&i| coverage(answers[i]) == most)
+        .filter(|&i| slots_covered(answers[i]) == most)
         .collect();
     let votes = |i: usize| {
         full.iter()
@@ -371,7 +368,7 @@ impl Inner {
                         "nodes disagree about the map: took the most complete map most agree on"
                     );
                 }
-                let slots: u32 = ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum();
+                let slots = slots_covered(ranges);
                 self.snapshot
                     .store(Arc::new(Snapshot::from_ranges(ranges, &self.registry)));
                 self.redirects.clear_suspects();
@@ -449,6 +446,11 @@ impl Inner {
                 .map_err(|e| unusable(&e)),
         }
     }
+}
+
+/// How many slots a map gives an owner.
+fn slots_covered(ranges: &[SlotRange]) -> u32 {
+    ranges.iter().map(|r| u32::from(r.last - r.first) + 1).sum()
 }
 
 /// A map's owners in slot order, replicas aside: two maps agree when these
