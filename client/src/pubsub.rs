@@ -21,11 +21,11 @@ use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::types::BytesFrame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
-use zaris_core::slot_for_key;
+use zaris_core::{slot_for_key, Outcome};
 
 use crate::client::Inner;
 use crate::conn::{encode, encode_into, open, ConnError, Limits};
-use crate::request::{classify, pack, Classified, Route};
+use crate::request::{classify, final_error, pack, Classified, Route};
 use crate::stats::RefreshCause;
 use crate::{Client, Error};
 
@@ -463,12 +463,12 @@ impl Subscriber {
 
 /// A subscription connection to `addr` that failed (or never opened).
 fn lost_connection(addr: &str, e: &ConnError) -> Error {
-    Error::Transport {
-        failure: e.failure(),
-        detail: format!("{addr}: {e}"),
-        attempts: 1,
-        stop: zaris_core::StopReason::AttemptsExhausted,
-    }
+    final_error(
+        Outcome::Transport(e.failure()),
+        1,
+        None,
+        format!("{addr}: {e}"),
+    )
 }
 
 /// One subscription connection: writes the commands it is given, reads
