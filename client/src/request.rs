@@ -651,20 +651,7 @@ impl Inner {
         match classify(first, &node.addr) {
             Classified::Answer => Verdict::Answer,
             Classified::Moved { slot, addr } => {
-                Counters::bump(&self.counters.moved_redirects);
-                if self.redirects.note(slot, &node.addr, &addr) {
-                    // Round in circles: the hint is not trusted; the
-                    // refresh that follows asks the other nodes first.
-                    Counters::bump(&self.counters.redirect_loops);
-                    tracing::warn!(slot, from = %node.addr, to = %addr, "MOVED loop");
-                } else {
-                    // The hint re-points that slot now; the refresh follows.
-                    self.push(slot, slot, &addr);
-                }
-                Verdict::Failed(Failure {
-                    outcome: Outcome::Status(KvStatus::Moved),
-                    detail: format!("MOVED {slot} {addr}"),
-                })
+                Verdict::Failed(self.moved(slot, &node.addr, &addr))
             }
             Classified::Ask { addr } => Verdict::Ask(
                 self.registry.node(&addr),
@@ -681,6 +668,24 @@ impl Inner {
                 },
             }),
             Classified::ServerError(message) => Verdict::Fatal(Error::Server(message)),
+        }
+    }
+
+    /// `from` answered `MOVED slot to`: counted, and its hint re-points the
+    /// slot now (the refresh follows), unless it closes a redirect loop;
+    /// then the hint is not trusted, and the refresh that follows asks the
+    /// other nodes first. The failure the retry loop gets.
+    pub(crate) fn moved(&self, slot: u16, from: &str, to: &str) -> Failure {
+        Counters::bump(&self.counters.moved_redirects);
+        if self.redirects.note(slot, from, to) {
+            Counters::bump(&self.counters.redirect_loops);
+            tracing::warn!(slot, from, to, "MOVED loop");
+        } else {
+            self.push(slot, slot, to);
+        }
+        Failure {
+            outcome: Outcome::Status(KvStatus::Moved),
+            detail: format!("MOVED {slot} {to}"),
         }
     }
 

@@ -113,7 +113,7 @@ impl Client {
                 Ok(Some(Classified::Answer)) => {}
                 Ok(Some(routing)) => {
                     inner
-                        .after_failure(&mut state, routing_failure(inner, routing)?)
+                        .after_failure(&mut state, routing_failure(inner, routing, &node.addr)?)
                         .await?;
                     continue;
                 }
@@ -392,14 +392,10 @@ async fn run_block(
                 .find(|f| matches!(f, BytesFrame::Error(_)))
                 .unwrap_or(exec);
             match classify(refused, addr) {
+                // As for any request: counted, the hint followed unless it
+                // closes a loop.
                 Classified::Moved { slot, addr: to } => {
-                    // As for any request: the hint re-points the slot now.
-                    Counters::bump(&inner.counters.moved_redirects);
-                    inner.push(slot, slot, &to);
-                    Ran::NotApplied(Failure {
-                        outcome: Outcome::Status(KvStatus::Moved),
-                        detail: format!("MOVED {slot} {to}"),
-                    })
+                    Ran::NotApplied(inner.moved(slot, addr, &to))
                 }
                 // Inside MULTI an ASK cannot be followed (ASKING is queued
                 // like the rest): wait for the migration as for TRYAGAIN.
@@ -425,17 +421,11 @@ async fn run_block(
     }
 }
 
-/// A routing reply to `WATCH` as a failure for the retry loop (a `MOVED`
-/// re-points its slot at once).
-fn routing_failure(inner: &Inner, routing: Classified) -> Result<Failure, Error> {
+/// A routing reply to `WATCH` from `from` as a failure for the retry loop
+/// (a `MOVED` handled as for any request: [`Inner::moved`]).
+fn routing_failure(inner: &Inner, routing: Classified, from: &str) -> Result<Failure, Error> {
     Ok(match routing {
-        Classified::Moved { slot, addr } => {
-            inner.push(slot, slot, &addr);
-            Failure {
-                outcome: Outcome::Status(KvStatus::Moved),
-                detail: format!("MOVED {slot} {addr}"),
-            }
-        }
+        Classified::Moved { slot, addr } => inner.moved(slot, from, &addr),
         Classified::Ask { addr } => Failure {
             outcome: Outcome::Status(KvStatus::Migrating),
             detail: format!("ASK {addr}"),
