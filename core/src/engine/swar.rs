@@ -9,15 +9,33 @@ pub(crate) const fn word_has_byte(word: u64, needle: u8) -> bool {
     byte_hits(word, needle) != 0
 }
 
-/// Nonzero exactly when some byte of `word` is `needle`, so that several
-/// words' hits can be or-ed and tested with one branch.
-#[inline(always)]
-pub(crate) const fn byte_hits(word: u64, needle: u8) -> u64 {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let x = word ^ (LOW * needle as u64);
-    x.wrapping_sub(LOW) & !x & HIGH
+/// The "has zero byte" test on `word ^ needle-splat`, for one integer width.
+macro_rules! byte_hits_of {
+    ($(#[$doc:meta])* $name:ident, $int:ty) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) const fn $name(word: $int, needle: u8) -> $int {
+            const LOW: $int = <$int>::MAX / 0xFF;
+            const HIGH: $int = LOW << 7;
+            let x = word ^ (LOW * needle as $int);
+            x.wrapping_sub(LOW) & !x & HIGH
+        }
+    };
 }
+
+byte_hits_of!(
+    /// Nonzero exactly when some byte of `word` is `needle`, so that several
+    /// words' hits can be or-ed and tested with one branch. Each matching
+    /// byte's top bit is set; the borrow may also mark bytes above a match
+    /// (never below one), so the lowest mark is exact.
+    byte_hits,
+    u64
+);
+byte_hits_of!(
+    /// [`byte_hits`] over a 16-byte block.
+    block_byte_hits,
+    u128
+);
 
 /// Position of the first `needle` in `hay`, eight bytes a step.
 #[inline]

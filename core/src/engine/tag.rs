@@ -7,7 +7,7 @@
 
 use core::ops::Range;
 
-use super::swar::find_byte;
+use super::swar::{block_byte_hits, byte_hits, find_byte};
 
 /// The reference: where the hash tag lies in `key`, or `None` when the
 /// whole key is hashed.
@@ -18,24 +18,19 @@ pub(crate) fn span(key: &[u8]) -> Option<Range<usize>> {
     (close > open + 1).then_some(open + 1..close)
 }
 
-/// The rule on a key held as one zero-padded big-endian number (as
-/// the portable engine's short keys, at most 16 bytes): the tag slid down to the bottom and its length, or
-/// `None` when the whole key is hashed. The braces are found with the
-/// cheap "has zero byte" test on the number byte-reversed (first key byte
-/// lowest): its stray marks only ever sit above a true match, so the
-/// lowest mark is the first brace, and once the bits up to the `{` are
-/// cleared, the lowest `}` mark is exact too (a stray one would need a
-/// true `}` right below it, through the `{`).
+/// The rule on a short key held as one zero-padded big-endian number (a
+/// word of at most 8 bytes, or a block of at most 16): the tag slid down to
+/// the bottom and its length, or `None` when the whole key is hashed. The
+/// braces are found with the cheap "has zero byte" test on the number
+/// byte-reversed (first key byte lowest): its stray marks only ever sit
+/// above a true match, so the lowest mark is the first brace, and once the
+/// bits up to the `{` are cleared, the lowest `}` mark is exact too (a
+/// stray one would need a true `}` right below it, through the `{`).
 macro_rules! tag_in {
-    ($name:ident, $int:ty) => {
+    ($name:ident, $int:ty, $hits:path) => {
         #[inline(always)]
         pub(crate) fn $name(padded: $int) -> Option<($int, u32)> {
-            const LOW: $int = <$int>::MAX / 0xFF;
-            const HIGH: $int = LOW << 7;
-            let hits = |x: $int, byte: u8| {
-                let x = x ^ LOW * <$int>::from(byte);
-                x.wrapping_sub(LOW) & !x & HIGH
-            };
+            let hits = $hits;
             let bytes = <$int>::BITS / 8;
             let first_lowest = padded.swap_bytes();
             let opens = hits(first_lowest, b'{');
@@ -56,8 +51,8 @@ macro_rules! tag_in {
     };
 }
 
-tag_in!(tag_in_word, u64);
-tag_in!(tag_in_block, u128);
+tag_in!(tag_in_word, u64, byte_hits);
+tag_in!(tag_in_block, u128, block_byte_hits);
 
 /// The rule on move-masks of a zero-padded 16-byte block in a vector
 /// register, where bit `j` stands for the byte `15 - j` from the top (so the
@@ -157,14 +152,15 @@ mod tests {
     #[test]
     fn word_and_block_variants_match_the_reference() {
         let padded = |bytes: &[u8]| bytes.iter().fold(0u128, |a, &b| a << 8 | u128::from(b));
-        brace_placements(16, |key| {
+        let check = |key: &[u8]| {
             let want = span(key).map(|s| (padded(&key[s.clone()]), s.len() as u32));
             assert_eq!(tag_in_block(padded(key)), want, "{:?}", key.escape_ascii());
             if key.len() <= 8 {
                 let got = tag_in_word(padded(key) as u64).map(|(t, n)| (u128::from(t), n));
                 assert_eq!(got, want, "{:?}", key.escape_ascii());
             }
-        });
+        };
+        brace_placements(16, check);
         // Bytes one above a brace (`|`, `|` ^ 1) next to braces, where the
         // cheap test leaves stray marks.
         for key in [
@@ -175,8 +171,7 @@ mod tests {
             b"||{}|}",
             b"{{||}}",
         ] {
-            let want = span(key).map(|s| (padded(&key[s.clone()]), s.len() as u32));
-            assert_eq!(tag_in_block(padded(key)), want, "{:?}", key.escape_ascii());
+            check(key);
         }
     }
 
