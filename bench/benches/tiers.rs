@@ -23,6 +23,23 @@ use zaris_core::{slot_for_key, CrcEngine, SLOT_COUNT};
 const CRC_SLICE16: crc::Crc<u16, crc::Table<16>> =
     crc::Crc::<u16, crc::Table<16>>::new(&crc::CRC_16_XMODEM);
 
+/// A case running `f` on `engine`, with the engine a constant in its own
+/// closure: a closure taking the engine at run time would hold every
+/// engine's inlined code, and one engine's code changing would move
+/// another's loop (measured: a 16-byte tagged key on the 128-bit engine
+/// went from 5.0 to 11.4 ns when only the portable engine changed).
+macro_rules! on_engine {
+    ($engine:expr, $id:expr, $key:expr, $f:path) => {
+        match $engine {
+            CrcEngine::Portable => Case::new($id, $key, |k| $f(CrcEngine::Portable, k)),
+            CrcEngine::Pclmulqdq => Case::new($id, $key, |k| $f(CrcEngine::Pclmulqdq, k)),
+            CrcEngine::Vpclmulqdq256 => Case::new($id, $key, |k| $f(CrcEngine::Vpclmulqdq256, k)),
+            CrcEngine::Vpclmulqdq512 => Case::new($id, $key, |k| $f(CrcEngine::Vpclmulqdq512, k)),
+            other => Case::new($id, $key, move |k| $f(other, k)),
+        }
+    };
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let settings = if quick {
@@ -54,17 +71,11 @@ fn main() {
             let id = |candidate: &str| format!("{group}/{candidate}/{len}");
             cases.push(Case::new(id("zaris"), key.clone(), |k| slot_for_key(k)));
             for &engine in &engines {
-                cases.push(Case::new(
-                    id(&format!("zaris@{engine}")),
-                    key.clone(),
-                    move |k| slot_for_key_on(engine, k),
-                ));
+                let zaris = id(&format!("zaris@{engine}"));
+                cases.push(on_engine!(engine, zaris, key.clone(), slot_for_key_on));
                 if kind == KeyKind::Ascii {
-                    cases.push(Case::new(
-                        id(&format!("crc16@{engine}")),
-                        key.clone(),
-                        move |k| crc16_on(engine, k),
-                    ));
+                    let crc = id(&format!("crc16@{engine}"));
+                    cases.push(on_engine!(engine, crc, key.clone(), crc16_on));
                 }
             }
             cases.push(Case::new(id("crc-fast"), key.clone(), |k| {

@@ -299,7 +299,7 @@ pub(crate) fn update(crc: u16, bytes: &[u8]) -> u16 {
 #[inline(always)]
 pub(crate) fn update_on(engine: CrcEngine, crc: u16, bytes: &[u8]) -> Option<u16> {
     if engine == CrcEngine::Portable {
-        return Some(generic::update_with(portable::Portable, crc, bytes));
+        return Some(portable::update(crc, bytes));
     }
     // SAFETY: checked just before.
     supported(engine).then(|| unsafe { update_unchecked(engine, crc, bytes) })
@@ -369,7 +369,7 @@ unsafe fn update_unchecked(engine: CrcEngine, crc: u16, bytes: &[u8]) -> u16 {
         #[cfg(target_arch = "aarch64")]
         // SAFETY: as above.
         CrcEngine::Pmull => unsafe { aarch64::update_root(crc, bytes) },
-        _ => generic::update_with(portable::Portable, crc, bytes),
+        _ => portable::update(crc, bytes),
     }
 }
 

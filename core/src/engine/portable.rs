@@ -2,9 +2,11 @@
 //! `const fn`, for any CPU. It is also the reference the carry-less engines
 //! are tested against at every length.
 
-use super::generic::{update_with, Engine, BLOCK};
+use super::generic::{Engine, BLOCK};
 use super::gf2::POLY;
-use super::swar::{byte_hits, load_padded, load_padded_word};
+#[cfg(not(target_arch = "x86_64"))]
+use super::swar::load_padded;
+use super::swar::{byte_hits, load_padded_word};
 use super::tag;
 
 /// `TABLES[k][b]` is the CRC of byte `b` followed by `k` zero bytes, so one
@@ -92,19 +94,40 @@ impl Engine for Portable {
         (crc, done)
     }
 
+    /// Natively: 16 bytes a step from memory, then what is left in one
+    /// step of exactly as many look-ups (no padding to a block).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[inline(always)]
+    fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
+        if bytes.len() <= BLOCK {
+            crc_of_short(bytes)
+        } else {
+            update_native(0, bytes)
+        }
+    }
+
     /// Tables walk a block in about sixteen dependent loads, so testing
     /// each block for a `{` on the way costs a tenth more: the key is
-    /// searched first (`memchr`: SSE2 on any x86_64, a word at a time
-    /// elsewhere), then walked once without a test.
+    /// searched first, then walked once without a test. Up to 64 bytes on
+    /// x86_64 both braces are found at once, by SSE2 compares and
+    /// move-masks (x86_64's baseline); longer keys, and other CPUs, use
+    /// `memchr` (SSE2 or AVX2 on x86_64, a word at a time elsewhere).
     #[inline]
     fn long_key_crc(self, key: &[u8]) -> u16 {
+        #[cfg(target_arch = "x86_64")]
+        if key.len() <= 64 {
+            return match super::x86_64::sse2::key_tag_span(key) {
+                Some(tag) => self.crc_of_bytes(key.get(tag).unwrap_or_default()),
+                None => self.crc_of_bytes(key),
+            };
+        }
         if let Some(open) = memchr::memchr(b'{', key) {
             let after = key.get(open + 1..).unwrap_or_default();
             if let Some(close) = memchr::memchr(b'}', after).filter(|&c| c > 0) {
                 return self.crc_of_bytes(after.get(..close).unwrap_or_default());
             }
         }
-        update_with(self, 0, key)
+        self.crc_of_bytes(key)
     }
 
     #[inline]
@@ -115,20 +138,90 @@ impl Engine for Portable {
             let word = load_padded_word(key);
             return step8(0, tag::tag_in_word(word).map_or(word, |(tag, _)| tag));
         }
-        let block = load_padded(key);
-        if byte_hits((block >> 64) as u64, b'{') | byte_hits(block as u64, b'{') == 0 {
-            return self.crc_of_block(block, true);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let span = super::x86_64::sse2::key_tag_span(key);
+            self.crc_of_bytes(span.and_then(|tag| key.get(tag)).unwrap_or(key))
         }
-        // A tag: found by the reference rule (a word at a time), then
-        // hashed as a block of its own.
-        match tag::span(key) {
-            Some(span) => {
-                let tag = key.get(span).unwrap_or_default();
-                self.crc_of_block(load_padded(tag), tag.len() > 8)
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let block = load_padded(key);
+            if byte_hits((block >> 64) as u64, b'{') | byte_hits(block as u64, b'{') == 0 {
+                return self.crc_of_block(block, true);
             }
-            None => self.crc_of_block(block, true),
+            // A tag: found by the reference rule (a word at a time), then
+            // hashed as a block of its own.
+            match tag::span(key) {
+                Some(span) => {
+                    let tag = key.get(span).unwrap_or_default();
+                    self.crc_of_block(load_padded(tag), tag.len() > 8)
+                }
+                None => self.crc_of_block(block, true),
+            }
         }
     }
+}
+
+/// Continues `crc` over `bytes`.
+#[inline(always)]
+pub(crate) fn update(crc: u16, bytes: &[u8]) -> u16 {
+    #[cfg(not(target_arch = "wasm32"))]
+    return update_native(crc, bytes);
+    #[cfg(target_arch = "wasm32")]
+    return super::generic::update_with(Portable, crc, bytes);
+}
+
+/// Continues `crc` over `bytes` natively: 16-byte steps from memory, then
+/// the rest in one step.
+#[cfg(not(target_arch = "wasm32"))]
+#[inline(always)]
+fn update_native(crc: u16, bytes: &[u8]) -> u16 {
+    let (blocks, rest) = bytes.as_chunks::<BLOCK>();
+    let mut crc = crc;
+    for block in blocks {
+        crc = step16_bytes(crc, block);
+    }
+    let n = rest.len();
+    let [hi, lo] = crc.to_be_bytes();
+    let moved = match n {
+        0 => return crc,
+        // `s * x^8`: the low byte moves up, the high one is reduced.
+        1 => crc << 8 ^ TABLES[0][usize::from(hi)],
+        // `s * x^(8n)`: the state's bytes as the rest's first two.
+        _ => {
+            let table = |k: usize| TABLES.get(k).unwrap_or(&TABLES[0]);
+            table(n - 1)[usize::from(hi)] ^ table(n - 2)[usize::from(lo)]
+        }
+    };
+    moved ^ crc_of_short(rest)
+}
+
+/// The CRC from state 0 of at most 16 bytes in one step of as many
+/// look-ups: the last 8 indexed by bytes loaded from memory, those before
+/// them cut out of one word by shifts (which spreads the work over the
+/// load and arithmetic ports, as in [`step16_bytes`]).
+#[cfg(not(target_arch = "wasm32"))]
+#[inline(always)]
+fn crc_of_short(bytes: &[u8]) -> u16 {
+    let Some((head, last)) = bytes.split_last_chunk::<8>() else {
+        return step8(0, load_padded_word(bytes));
+    };
+    let t = |k: usize, i: usize| TABLES[k][usize::from(last[i])];
+    let low = t(7, 0) ^ t(6, 1) ^ t(5, 2) ^ t(4, 3) ^ t(3, 4) ^ t(2, 5) ^ t(1, 6) ^ t(0, 7);
+    if head.is_empty() {
+        return low;
+    }
+    // The bytes before the last 8, zero-padded in front: byte `j` of the
+    // word from the top sits `15 - j` bytes from the end.
+    let w = load_padded_word(head);
+    low ^ entry(15, w, 0)
+        ^ entry(14, w, 1)
+        ^ entry(13, w, 2)
+        ^ entry(12, w, 3)
+        ^ entry(11, w, 4)
+        ^ entry(10, w, 5)
+        ^ entry(9, w, 6)
+        ^ entry(8, w, 7)
 }
 
 /// A 16-byte block as two native-endian words (one load each).
@@ -162,20 +255,26 @@ pub(crate) fn update_slicing(crc: u16, bytes: &[u8]) -> u16 {
 #[inline(always)]
 fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
     let t = |k: usize, i: usize| TABLES[k][usize::from(b[i])];
+    // Bytes 8 to 15 come out of two 32-bit loads instead: the low two
+    // bytes of a register are indexes without a shift (`movzx r, cl/ch`).
+    let (words, _) = b.as_chunks::<4>();
+    let u = |w: usize| u32::from_le_bytes(words[w]);
+    let s = |k: usize, w: u32, j: u32| TABLES[k][usize::from((w >> (8 * j)) as u8)];
+    let (a, c, d) = (u(1), u(2), u(3));
     let independent = t(13, 2)
         ^ t(12, 3)
-        ^ t(11, 4)
-        ^ t(10, 5)
-        ^ t(9, 6)
-        ^ t(8, 7)
-        ^ t(7, 8)
-        ^ t(6, 9)
-        ^ t(5, 10)
-        ^ t(4, 11)
-        ^ t(3, 12)
-        ^ t(2, 13)
-        ^ t(1, 14)
-        ^ t(0, 15);
+        ^ s(11, a, 0)
+        ^ s(10, a, 1)
+        ^ s(9, a, 2)
+        ^ s(8, a, 3)
+        ^ s(7, c, 0)
+        ^ s(6, c, 1)
+        ^ s(5, c, 2)
+        ^ s(4, c, 3)
+        ^ s(3, d, 0)
+        ^ s(2, d, 1)
+        ^ s(1, d, 2)
+        ^ s(0, d, 3);
     let [hi, lo] = crc.to_be_bytes();
     independent ^ TABLES[15][usize::from(hi ^ b[0])] ^ TABLES[14][usize::from(lo ^ b[1])]
 }

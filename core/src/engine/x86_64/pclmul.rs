@@ -13,6 +13,7 @@ use core::arch::x86_64::{
     _mm_srli_si128, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
+use super::sse2::{self, load16, tag_span};
 use crate::engine::fold::{self, end_keys, Lanes};
 use crate::engine::generic::{self, Engine};
 use crate::engine::gf2::{BARRETT_MU, POLY, X80};
@@ -67,54 +68,8 @@ impl Engine for Pclmul {
     #[inline(always)]
     fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
         // SAFETY: as above (SSE2 is part of it).
-        unsafe { find_byte(hay, needle) }
+        unsafe { sse2::find_byte(hay, needle) }
     }
-}
-
-/// Where `needle` first occurs in `hay`: the first 16 bytes, then 64 a step
-/// (four compares, one branch), then 16 at a time, then byte by byte.
-#[target_feature(enable = "sse2")]
-#[inline]
-pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
-    let splat = _mm_set1_epi8(needle as i8);
-    let hits = |block: &[u8; 16]| {
-        // SAFETY: `block` is 16 readable bytes; unaligned loads are allowed.
-        let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
-        _mm_movemask_epi8(_mm_cmpeq_epi8(v, splat)) as u32
-    };
-    let (blocks, tail) = hay.as_chunks::<16>();
-    // The first block alone: tags sit near the front of keys.
-    if let Some(first) = blocks.first() {
-        let mask = hits(first);
-        if mask != 0 {
-            return Some(mask.trailing_zeros() as usize);
-        }
-    }
-    let (groups, rest) = blocks.as_chunks::<4>();
-    for (g, group) in groups.iter().enumerate() {
-        let any = group.iter().fold(_mm_setzero_si128(), |acc, block| {
-            // SAFETY: as above.
-            let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
-            _mm_or_si128(acc, _mm_cmpeq_epi8(v, splat))
-        });
-        if _mm_movemask_epi8(any) != 0 {
-            for (b, block) in group.iter().enumerate() {
-                let mask = hits(block);
-                if mask != 0 {
-                    return Some(64 * g + 16 * b + mask.trailing_zeros() as usize);
-                }
-            }
-        }
-    }
-    let base = 64 * groups.len();
-    for (b, block) in rest.iter().enumerate() {
-        let mask = hits(block);
-        if mask != 0 {
-            return Some(base + 16 * b + mask.trailing_zeros() as usize);
-        }
-    }
-    let base = 16 * blocks.len();
-    tail.iter().position(|&b| b == needle).map(|p| base + p)
 }
 
 /// The CRC of the hashed part of a key of at most 64 bytes.
@@ -291,19 +246,6 @@ pub(crate) static REVERSED: [u8; 32] = {
     t
 };
 
-/// The 16 bytes of `bytes` at `at`: message blocks, and windows into the
-/// shuffle tables (zeros past the end, which callers never ask for).
-#[target_feature(enable = "sse2")]
-#[inline]
-fn load16(bytes: &[u8], at: usize) -> __m128i {
-    let block: &[u8; 16] = match bytes.get(at..).and_then(|b| b.first_chunk()) {
-        Some(b) => b,
-        None => &[0; 16],
-    };
-    // SAFETY: `block` is 16 readable bytes; unaligned loads are allowed.
-    unsafe { _mm_loadu_si128(block.as_ptr().cast::<__m128i>()) }
-}
-
 /// Whether any byte of `raw` equals the splatted `needle`.
 #[target_feature(enable = "sse2")]
 #[inline]
@@ -420,29 +362,6 @@ fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
     let len = tag.len();
     let reversed = _mm_shuffle_epi8(first, window(&REVERSED, 16 - tag.end));
     barrett(_mm_and_si128(reversed, window(&KEEP, 16 - len)), len > 8)
-}
-
-/// The hash tag of a key of `n` (17 to 64) bytes loaded as `loads`: 16
-/// bytes from offsets 0, 16, ... and the last 16 from `n - 16`. Brace
-/// positions come from byte compares and move-masks (bit `p` is key byte
-/// `p`; overlapping loads set the same bits).
-#[target_feature(enable = "sse2")]
-#[inline]
-fn tag_span<const L: usize>(loads: [__m128i; L], n: usize) -> Option<core::ops::Range<usize>> {
-    let mask = |b8: u8| {
-        let needle = _mm_set1_epi8(b8 as i8);
-        let hits = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u16);
-        let mut bits = hits(loads[L - 1]) << (n - 16);
-        for (i, &v) in loads[..L - 1].iter().enumerate() {
-            bits |= hits(v) << (16 * i);
-        }
-        bits
-    };
-    let opens = mask(b'{');
-    if opens == 0 {
-        return None;
-    }
-    tag::span_in_masks(opens, mask(b'}'))
 }
 
 /// CRC from state 0 of at most 64 bytes, braces or not.
