@@ -11,6 +11,7 @@
 //!  │                    └─ x86_64/pclmul.rs  (128-bit; short keys in registers for all three)
 //!  ├─ aarch64.rs           (PMULL)
 //!  ├─ portable.rs          (slicing-by-16 tables)
+//!  │   └─ x86_64/sse2.rs   (x86_64's baseline: brace masks and byte search, for all tiers)
 //!  └─ below them all: fold.rs (carry-less folding over any register width),
 //!     generic.rs (the key algorithms over any engine), tag.rs (the hash-tag
 //!     rule and its fast variants), swar.rs, gf2.rs (the polynomial)
