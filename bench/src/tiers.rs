@@ -181,10 +181,10 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
             if floor <= needed {
                 return without_the_rule(record, engine, "crc-fast", len);
             }
-            let what = if engine == "portable" {
-                "one table look-up a byte, at 3 loads a cycle, alone takes"
+            let what = if products_per_instruction(engine).is_some() {
+                "its multiplies alone take".to_owned()
             } else {
-                "its multiplies alone take"
+                format!("one table look-up a byte, at {LOADS_PER_CYCLE} loads a cycle, alone takes")
             };
             Some(format!(
                 "; out of this engine's reach: {LONG_SPEEDUP}x needs {needed:.0} ns, {what} {floor:.0} ns at this clock"

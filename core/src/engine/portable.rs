@@ -116,10 +116,7 @@ impl Engine for Portable {
     fn long_key_crc(self, key: &[u8]) -> u16 {
         #[cfg(target_arch = "x86_64")]
         if key.len() <= 64 {
-            return match super::x86_64::sse2::key_tag_span(key) {
-                Some(tag) => self.crc_of_bytes(key.get(tag).unwrap_or_default()),
-                None => self.crc_of_bytes(key),
-            };
+            return self.crc_of_key_upto_64(key);
         }
         if let Some(open) = memchr::memchr(b'{', key) {
             let after = key.get(open + 1..).unwrap_or_default();
@@ -140,8 +137,7 @@ impl Engine for Portable {
         }
         #[cfg(target_arch = "x86_64")]
         {
-            let span = super::x86_64::sse2::key_tag_span(key);
-            self.crc_of_bytes(span.and_then(|tag| key.get(tag)).unwrap_or(key))
+            self.crc_of_key_upto_64(key)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -159,6 +155,18 @@ impl Engine for Portable {
                 None => self.crc_of_block(block, true),
             }
         }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Portable {
+    /// The CRC of the hashed part of a key of 9 to 64 bytes on x86_64: both
+    /// braces found at once by SSE2 masks, then the tag or the whole key
+    /// hashed.
+    #[inline(always)]
+    fn crc_of_key_upto_64(self, key: &[u8]) -> u16 {
+        let tag = super::x86_64::sse2::key_tag_span(key).and_then(|tag| key.get(tag));
+        self.crc_of_bytes(tag.unwrap_or(key))
     }
 }
 
