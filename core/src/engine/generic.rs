@@ -52,16 +52,6 @@ pub(crate) trait Engine: Copy {
 /// How many bytes a block step takes: one 128-bit register.
 pub(crate) const BLOCK: usize = 16;
 
-/// The CRC of the hashed part of `key`, on engine `e`.
-#[inline(always)]
-pub(crate) fn key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
-    if key.len() <= E::SHORT_KEY {
-        e.short_key_crc(key)
-    } else {
-        e.long_key_crc(key)
-    }
-}
-
 /// The CRC of the hashed part of a key of at most 16 bytes, held as one
 /// zero-padded block: the tag is cut out of the block by shifts, so no
 /// byte is read twice.

@@ -24,28 +24,39 @@ pub(crate) fn span(key: &[u8]) -> Option<Range<usize>> {
 /// braces are found with the cheap "has zero byte" test on the number
 /// byte-reversed (first key byte lowest): its stray marks only ever sit
 /// above a true match, so the lowest mark is the first brace, and once the
-/// bits up to the `{` are cleared, the lowest `}` mark is exact too (a
+/// marks up to the `{` are cleared, the lowest `}` mark is exact too (a
 /// stray one would need a true `}` right below it, through the `{`).
+///
+/// The tag is cut out by masks built from the two lowest marks, not from
+/// their positions: only the final shift waits for a bit count, so a
+/// tagged key's CRC starts a few cycles after an untagged one's.
 macro_rules! tag_in {
     ($name:ident, $int:ty, $hits:path) => {
         #[inline(always)]
         pub(crate) fn $name(padded: $int) -> Option<($int, u32)> {
-            let hits = $hits;
-            let bytes = <$int>::BITS / 8;
             let first_lowest = padded.swap_bytes();
-            let opens = hits(first_lowest, b'{');
+            let opens = $hits(first_lowest, b'{');
             if opens == 0 {
                 return None;
             }
-            let open = opens.trailing_zeros() / 8;
-            let closes = hits(first_lowest, b'}') & <$int>::MAX.checked_shl(8 * (open + 1))?;
-            let close = closes.trailing_zeros() / 8;
-            if closes == 0 || close == open + 1 {
+            // `x ^ -x`: the bits above the lowest set bit of `x`.
+            let closes = $hits(first_lowest, b'}') & (opens ^ opens.wrapping_neg());
+            if closes == 0 {
                 return None;
             }
-            // The tag's last byte sits `bytes - close` bytes up in `padded`.
-            let len = close - open - 1;
-            let tag = (padded >> (8 * (bytes - close))) & ((1 << (8 * len)) - 1);
+            // The marks (top bits) of the `{` and of the first `}` after it,
+            // and a byte mask of the bytes strictly between them.
+            let open = opens & opens.wrapping_neg();
+            let close = closes & closes.wrapping_neg();
+            let between = (close >> 7).wrapping_sub(open << 1);
+            if between == 0 {
+                return None;
+            }
+            // In `padded` the tag is masked out, then slid down past the
+            // bytes from the `}` on (`close_bit` is the `}` byte's top bit).
+            let close_bit = close.trailing_zeros();
+            let tag = (padded & between.swap_bytes()) >> (<$int>::BITS + 7 - close_bit);
+            let len = (close_bit - open.trailing_zeros()) / 8 - 1;
             Some((tag, len))
         }
     };
