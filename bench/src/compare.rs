@@ -4,15 +4,20 @@
 //! [`INTERLEAVED_THRESHOLD`]. A report, not a gate: shared machines are
 //! noisy, and a person reads it.
 //!
-//! The interleaved figures are compared in cycles, not nanoseconds: each
-//! run measures its own clock ([`CLOCK`], a chain of dependent multiplies),
-//! and the latest run's figures are scaled to the earlier run's clock, so a
-//! host that ran slower (a shared machine, a lower turbo) is not read as
-//! slower code.
+//! The interleaved figures are compared at one host speed: the latest
+//! run's figures are scaled by how much slower the host ran, so a host
+//! that ran slower (a shared machine, a lower turbo) is not read as slower
+//! code. How much slower is read off the peers ([`tiers::PEERS`]), pinned
+//! crates whose code is the same in both runs: the median of their
+//! figures' ratios. Runs without enough peers in common fall back to the
+//! clock ([`CLOCK`], a chain of dependent multiplies), which measured 3%
+//! off the peers between two recorded runs: a multiply chain is not what a
+//! table walk or a fold waits on.
 
 use std::fmt::Write;
 
-use crate::Record;
+use crate::interleave::percentile;
+use crate::{tiers, Record};
 
 /// A median more than 10% above the previous record's is a regression.
 pub const REGRESSION_THRESHOLD: f64 = 0.10;
@@ -30,6 +35,62 @@ pub fn clock_ratio(previous: &Record, latest: &Record) -> Option<f64> {
     let before = *previous.interleaved_ns.get(CLOCK)?;
     let after = *latest.interleaved_ns.get(CLOCK)?;
     (before > 0.0 && after > 0.0).then(|| after / before)
+}
+
+/// Peers in common needed to read the host's speed off them.
+pub const MIN_PEER_FIGURES: usize = 8;
+
+/// How much slower the host ran in the latest run than in the previous
+/// one, and what says so.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HostRatio {
+    /// The median `latest / previous` over this many peer figures.
+    Peers(f64, usize),
+    /// [`clock_ratio`], where too few peer figures are in both runs.
+    Clock(f64),
+}
+
+impl HostRatio {
+    /// The factor itself.
+    #[must_use]
+    pub fn ratio(self) -> f64 {
+        match self {
+            Self::Peers(r, _) | Self::Clock(r) => r,
+        }
+    }
+}
+
+/// Baselines that are not peers of the CRC engines: the Redis client
+/// measured in the `slot-*` groups (for UTF-16 keys after encoding them),
+/// and the std maps the route table is measured against.
+const OTHER_BASELINES: [&str; 4] = ["redis-rs", "encode+redis-rs", "btreemap", "sorted-ranges"];
+
+/// Whether an id is a peer's or a baseline's (`<group>/<peer>/...`): code
+/// that is not ours, the same in both runs.
+fn is_peer(id: &str) -> bool {
+    id.split('/').nth(1).is_some_and(|candidate| {
+        tiers::PEERS.contains(&candidate) || OTHER_BASELINES.contains(&candidate)
+    })
+}
+
+/// How much slower the host ran, from the peers when enough of their
+/// figures are in both runs, else from the clock.
+#[must_use]
+pub fn host_ratio(previous: &Record, latest: &Record) -> Option<HostRatio> {
+    let mut ratios: Vec<f64> = latest
+        .interleaved_ns
+        .iter()
+        .filter(|(id, _)| is_peer(id))
+        .filter_map(|(id, &after)| {
+            let before = *previous.interleaved_ns.get(id)?;
+            (before > 0.0 && after > 0.0).then(|| after / before)
+        })
+        .collect();
+    if ratios.len() < MIN_PEER_FIGURES {
+        return clock_ratio(previous, latest).map(HostRatio::Clock);
+    }
+    ratios.sort_by(f64::total_cmp);
+    Some(HostRatio::Peers(percentile(&ratios, 0.5), ratios.len()))
 }
 
 /// One benchmark in two runs.
@@ -90,7 +151,11 @@ pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
         id: id.clone(),
         before: previous.median(id),
         after: latest.median(id),
-        threshold: REGRESSION_THRESHOLD,
+        threshold: if is_peer(id) {
+            f64::INFINITY
+        } else {
+            REGRESSION_THRESHOLD
+        },
     });
     let mut interleaved: Vec<&String> = previous
         .interleaved_ns
@@ -99,14 +164,15 @@ pub fn compare(previous: &Record, latest: &Record) -> Vec<Change> {
         .collect();
     interleaved.sort();
     interleaved.dedup();
-    // The latest figures at the previous run's clock. The clock itself is
-    // the machine, not the code: kept as measured, never a regression.
-    let clock = clock_ratio(previous, latest).unwrap_or(1.0);
+    // The latest figures at the previous run's host speed. The clock and
+    // the peers are the machine, not our code: kept as measured, never a
+    // regression.
+    let host = host_ratio(previous, latest).map_or(1.0, HostRatio::ratio);
     let interleaved = interleaved.into_iter().map(move |id| {
-        let (scale, threshold) = if id == CLOCK {
+        let (scale, threshold) = if id == CLOCK || is_peer(id) {
             (1.0, f64::INFINITY)
         } else {
-            (clock, INTERLEAVED_THRESHOLD)
+            (host, INTERLEAVED_THRESHOLD)
         };
         Change {
             id: format!("interleaved {id}"),
@@ -137,12 +203,26 @@ pub fn report(previous: &Record, latest: &Record) -> String {
             previous.cpu, latest.cpu
         );
     }
-    if let Some(clock) = clock_ratio(previous, latest) {
-        let _ = writeln!(
-            out,
-            "interleaved figures at the earlier run's clock: the latest ran {:+.1}% ({CLOCK}), scaled by 1/{clock:.3}",
-            (clock - 1.0) * 100.0
-        );
+    match host_ratio(previous, latest) {
+        Some(HostRatio::Peers(r, n)) => {
+            let _ = writeln!(
+                out,
+                "interleaved figures at the earlier run's host speed: its peers ran {:+.1}% (median of {n}), scaled by 1/{r:.3}{}",
+                (r - 1.0) * 100.0,
+                clock_ratio(previous, latest).map_or_else(String::new, |c| format!(
+                    "; {CLOCK} ran {:+.1}%",
+                    (c - 1.0) * 100.0
+                ))
+            );
+        }
+        Some(HostRatio::Clock(r)) => {
+            let _ = writeln!(
+                out,
+                "interleaved figures at the earlier run's clock: the latest ran {:+.1}% ({CLOCK}), scaled by 1/{r:.3}",
+                (r - 1.0) * 100.0
+            );
+        }
+        None => {}
     }
     let ns = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
     for change in &changes {
@@ -260,46 +340,108 @@ mod tests {
         assert!(!text.contains("different CPUs"));
     }
 
-    #[test]
-    fn interleaved_figures_are_held_to_five_percent() {
+    /// Two runs with these interleaved figures: `(id, before, after)`.
+    fn interleaved_runs<S: AsRef<str>>(figures: &[(S, f64, f64)]) -> (Record, Record) {
         let mut before = record("aaa", &[]);
         let mut after = record("bbb", &[]);
-        for (id, was, is) in [("a", 10.0, 10.4), ("b", 10.0, 10.6)] {
-            before.interleaved_ns.insert(id.into(), was);
-            after.interleaved_ns.insert(id.into(), is);
+        for (id, was, is) in figures {
+            before.interleaved_ns.insert(id.as_ref().into(), *was);
+            after.interleaved_ns.insert(id.as_ref().into(), *is);
         }
-        let regressed: Vec<String> = compare(&before, &after)
-            .into_iter()
-            .filter(Change::is_regression)
-            .map(|c| c.id)
+        (before, after)
+    }
+
+    /// The ids marked as regressions, and each id's scaled latest figure.
+    fn regressions(before: &Record, after: &Record) -> (Vec<String>, Vec<(String, f64)>) {
+        let changes = compare(before, after);
+        let marked = changes
+            .iter()
+            .filter(|c| c.is_regression())
+            .map(|c| c.id.clone())
             .collect();
-        assert_eq!(regressed, ["interleaved b"]);
+        let scaled = changes
+            .into_iter()
+            .filter_map(|c| Some((c.id, c.after?)))
+            .collect();
+        (marked, scaled)
+    }
+
+    #[test]
+    fn interleaved_figures_are_held_to_five_percent() {
+        let (before, after) = interleaved_runs(&[("a", 10.0, 10.4), ("b", 10.0, 10.6)]);
+        assert_eq!(regressions(&before, &after).0, ["interleaved b"]);
     }
 
     #[test]
     fn interleaved_figures_are_compared_at_one_clock() {
-        let mut before = record("aaa", &[]);
-        let mut after = record("bbb", &[]);
         // The host ran 10% slower: the code that kept its cycles did not
         // regress; the code that took 10% more cycles did.
-        for (id, was, is) in [
+        let (before, after) = interleaved_runs(&[
             (CLOCK, 60.0, 66.0),
             ("kept", 10.0, 11.0),
             ("worse", 10.0, 12.1),
-        ] {
-            before.interleaved_ns.insert(id.into(), was);
-            after.interleaved_ns.insert(id.into(), is);
-        }
+        ]);
         assert_eq!(clock_ratio(&before, &after), Some(1.1));
-        let changes = compare(&before, &after);
-        let regressed: Vec<&str> = changes
+        let (marked, scaled) = regressions(&before, &after);
+        assert_eq!(marked, ["interleaved worse"], "the clock is the machine");
+        let kept = scaled
             .iter()
-            .filter(|c| c.is_regression())
-            .map(|c| c.id.as_str())
-            .collect();
-        assert_eq!(regressed, ["interleaved worse"], "the clock is the machine");
-        let kept = changes.iter().find(|c| c.id == "interleaved kept").unwrap();
-        assert!((kept.after.unwrap() - 10.0).abs() < 1e-9);
+            .find(|(id, _)| id == "interleaved kept")
+            .unwrap();
+        assert!((kept.1 - 10.0).abs() < 1e-9);
+        assert!(report(&before, &after).contains("the latest ran +10.0% (clock/imul-64)"));
+    }
+
+    #[test]
+    fn the_host_speed_is_read_off_the_peers() {
+        // The peers ran 10% slower (one of them 30%: the median ignores
+        // it); the clock says 20%, which would hide a real 17% slowdown.
+        let mut figures = vec![(CLOCK.to_owned(), 60.0, 72.0)];
+        for (i, len) in [8, 16, 32, 64, 256, 1024, 4096, 8192]
+            .into_iter()
+            .enumerate()
+        {
+            let peer = tiers::id("ascii", tiers::PEERS[i % 4], len);
+            figures.push((peer, 10.0, if i == 0 { 13.0 } else { 11.0 }));
+        }
+        figures.push((tiers::id("ascii", "zaris@kept", 8), 10.0, 11.0));
+        figures.push((tiers::id("ascii", "zaris@worse", 8), 10.0, 11.7));
+        let (before, after) = interleaved_runs(&figures);
+        assert_eq!(host_ratio(&before, &after), Some(HostRatio::Peers(1.1, 8)));
+        let (marked, scaled) = regressions(&before, &after);
+        assert_eq!(
+            marked,
+            ["interleaved tiers-ascii/zaris@worse/8"],
+            "a peer is the machine, however slow it ran"
+        );
+        let kept = scaled
+            .iter()
+            .find(|(id, _)| id == "interleaved tiers-ascii/zaris@kept/8")
+            .unwrap();
+        assert!((kept.1 - 10.0).abs() < 1e-9);
+        let text = report(&before, &after);
+        assert!(
+            text.contains(
+                "its peers ran +10.0% (median of 8), scaled by 1/1.100; clock/imul-64 ran +20.0%"
+            ),
+            "{text}"
+        );
+
+        // Criterion medians: a baseline's slowdown is the machine too.
+        let ids = ["slot-ascii/redis-rs/8", "slot-ascii/zaris/8"];
+        let before = record("aaa", &ids.map(|id| (id, 10.0)));
+        let after = record("bbb", &ids.map(|id| (id, 12.0)));
+        assert_eq!(regressions(&before, &after).0, ["slot-ascii/zaris/8"]);
+    }
+
+    #[test]
+    fn too_few_peers_leave_the_host_speed_to_the_clock() {
+        let mut figures = vec![(CLOCK.to_owned(), 60.0, 66.0)];
+        for len in [8, 16, 32, 64, 256, 1024, 4096] {
+            figures.push((tiers::id("ascii", "crc-fast", len), 10.0, 12.0));
+        }
+        let (before, after) = interleaved_runs(&figures);
+        assert_eq!(host_ratio(&before, &after), Some(HostRatio::Clock(1.1)));
         assert!(report(&before, &after).contains("the latest ran +10.0% (clock/imul-64)"));
     }
 }

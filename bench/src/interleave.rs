@@ -134,7 +134,7 @@ fn calibrate(case: &mut Case<'_>, batch: Duration) -> u64 {
 }
 
 /// The `q` quantile of sorted `values` (nearest rank).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

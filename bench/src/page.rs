@@ -229,10 +229,7 @@ fn engines_section(html: &mut String, r: &Record) {
             .map(|e| (tiers::candidate(r, e), format!("zaris {e}")))
             .collect();
         if kind == "ascii" {
-            columns.extend(
-                ["crc-fast", "crc-slice16", "crc16", "redis-protocol"]
-                    .map(|p| (p.to_owned(), p.to_owned())),
-            );
+            columns.extend(tiers::PEERS.map(|p| (p.to_owned(), p.to_owned())));
         }
         let _ = write!(
             html,

@@ -35,6 +35,10 @@ pub const LONG_SPEEDUP: f64 = 1.5;
 /// Tagged keys may take at most this much more than untagged ones (ns).
 pub const TAGGED_EXTRA_NS: f64 = 1.0;
 
+/// The peers every engine is measured against, in table order: pinned
+/// crates whose code does not change between our runs.
+pub const PEERS: [&str; 4] = ["crc-fast", "crc-slice16", "crc16", "redis-protocol"];
+
 /// The interleaved id of `candidate` for `kind` keys of `len` bytes.
 #[must_use]
 pub fn id(kind: &str, candidate: &str, len: usize) -> String {
