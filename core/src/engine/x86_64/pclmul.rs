@@ -9,8 +9,8 @@
 use core::arch::x86_64::{
     __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32,
     _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_loadl_epi64, _mm_loadu_si128, _mm_movemask_epi8,
-    _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8,
-    _mm_srli_si128, _mm_unpacklo_epi64, _mm_xor_si128,
+    _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8, _mm_srli_si128,
+    _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
 use super::sse2::{self, load16, tag_span};
@@ -147,7 +147,7 @@ impl Lanes for __m128i {
     #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
     #[inline]
     unsafe fn any_equal(raw: &[Self], needle: Self) -> bool {
-        any_equal(raw, needle)
+        sse2::any_equal(raw, needle)
     }
 
     #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
@@ -245,16 +245,6 @@ pub(crate) static REVERSED: [u8; 32] = {
     }
     t
 };
-
-/// Whether any byte of `raw` equals the splatted `needle`.
-#[target_feature(enable = "sse2")]
-#[inline]
-fn any_equal(raw: &[__m128i], needle: __m128i) -> bool {
-    let hits = raw.iter().fold(_mm_setzero_si128(), |acc, &x| {
-        _mm_or_si128(acc, _mm_cmpeq_epi8(x, needle))
-    });
-    _mm_movemask_epi8(hits) != 0
-}
 
 /// 16 bytes of a 32-byte table from `at` (clamped into the table).
 #[target_feature(enable = "sse2")]

@@ -101,17 +101,24 @@ pub(crate) fn tag_span<const L: usize>(loads: [__m128i; L], n: usize) -> Option<
     }
 }
 
-/// Whether any of `loads` holds a `{`: one move-mask of the or-ed compares.
+/// Whether any byte of `raw` equals the splatted `needle`: one move-mask
+/// of the or-ed compares (the 128-bit fold's brace test, too).
 #[inline(always)]
-fn any_open(loads: &[__m128i]) -> bool {
+pub(crate) fn any_equal(raw: &[__m128i], needle: __m128i) -> bool {
     // SAFETY: SSE2 is enabled (asserted above); nothing here reads memory.
     unsafe {
-        let open = _mm_set1_epi8(b'{' as i8);
-        let any = loads.iter().fold(_mm_setzero_si128(), |acc, &v| {
-            _mm_or_si128(acc, _mm_cmpeq_epi8(v, open))
+        let hits = raw.iter().fold(_mm_setzero_si128(), |acc, &x| {
+            _mm_or_si128(acc, _mm_cmpeq_epi8(x, needle))
         });
-        _mm_movemask_epi8(any) != 0
+        _mm_movemask_epi8(hits) != 0
     }
+}
+
+/// Whether any of `loads` holds a `{`.
+#[inline(always)]
+fn any_open(loads: &[__m128i]) -> bool {
+    // SAFETY: SSE2 is enabled (asserted above).
+    any_equal(loads, unsafe { _mm_set1_epi8(b'{' as i8) })
 }
 
 /// The hash tag of a key of 9 to 64 bytes, found as [`tag_span`] finds it
@@ -129,8 +136,9 @@ pub(crate) fn key_tag_span(key: &[u8]) -> Option<Range<usize>> {
         let word = |w: Option<&[u8; 8]>| w.map_or(0, |w| i64::from_le_bytes(*w));
         // SAFETY: SSE2 is enabled (asserted above); nothing here reads
         // memory.
+        let v = unsafe { _mm_set_epi64x(word(key.last_chunk()), word(key.first_chunk())) };
+        // SAFETY: as above.
         let mask = |b: u8| unsafe {
-            let v = _mm_set_epi64x(word(key.last_chunk()), word(key.first_chunk()));
             let m = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u64;
             (m & 0xFF) | (m >> 8) << n.saturating_sub(8)
         };
