@@ -67,21 +67,26 @@ tag_in!(tag_in_block, u128, block_byte_hits);
 
 /// The rule on move-masks of a zero-padded 16-byte block in a vector
 /// register, where bit `j` stands for the byte `15 - j` from the top (so the
-/// earliest byte is the highest bit): `(open_bit, close_bit)`, the tag being
-/// the bits strictly between.
+/// earliest byte is the highest bit): `(skip, close)` such that, with the
+/// `}` mask shifted left by `skip`, the first `{` sits at bit 31 and the
+/// first `}` after it at bit `close`, the tag being the `30 - close` bits
+/// between. Shifting the `{` to the top drops every `}` before it, so the
+/// rule takes two bit counts and a shift, and no mask is built.
 #[cfg_attr(not(any(target_arch = "x86_64", test)), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn span_in_block_masks(opens: u32, closes: u32) -> Option<(u32, u32)> {
     if opens == 0 {
         return None;
     }
-    let open_bit = 31 - opens.leading_zeros();
-    let closes = closes & ((1 << open_bit) - 1);
-    if closes == 0 {
+    let skip = opens.leading_zeros();
+    // Bit 31 is now the `{`'s byte, which is no `}`; a `}` at bit 30 would
+    // leave an empty tag.
+    let after = closes << skip;
+    if after == 0 {
         return None;
     }
-    let close_bit = 31 - closes.leading_zeros();
-    (open_bit > close_bit + 1).then_some((open_bit, close_bit))
+    let close = 31 - after.leading_zeros();
+    (close < 30).then_some((skip, close))
 }
 
 /// The rule on move-masks of a key of at most 64 bytes, bit `p` standing for
@@ -92,11 +97,15 @@ pub(crate) fn span_in_masks(opens: u64, closes: u64) -> Option<Range<usize>> {
     if opens == 0 {
         return None;
     }
-    let open = opens.trailing_zeros() as usize;
-    // Bits past `open` (none when `open` is the last byte).
-    let closes = closes & u64::MAX.checked_shl(open as u32 + 1).unwrap_or(0);
-    let close = closes.trailing_zeros() as usize;
-    (closes != 0 && close > open + 1).then_some(open + 1..close)
+    let open = opens.trailing_zeros();
+    // Shifted down to the `{` (bit 0, no `}`), the mask drops every `}`
+    // before it, and the first one after it is the trailing zeros away.
+    let after = closes >> open;
+    if after == 0 {
+        return None;
+    }
+    let (open, distance) = (open as usize, after.trailing_zeros() as usize);
+    (distance > 1).then_some(open + 1..open + distance)
 }
 
 #[cfg(test)]
@@ -196,8 +205,12 @@ mod tests {
                     .filter(|&p| m >> p & 1 == 1)
                     .fold(0u32, |r, p| r | 1 << (15 - (p + pad)))
             };
-            let got = span_in_block_masks(rev(mask(key, b'{')), rev(mask(key, b'}')))
-                .map(|(o, c)| (15 - o as usize - pad + 1)..(15 - c as usize - pad));
+            let opens = rev(mask(key, b'{'));
+            let got = span_in_block_masks(opens, rev(mask(key, b'}'))).map(|(skip, close)| {
+                // The `{` is bit `31 - skip`, key byte `skip - 16 - pad`.
+                let start = skip as usize + 1 - 16 - pad;
+                start..start + 30 - close as usize
+            });
             assert_eq!(got, span(key), "{:?}", key.escape_ascii());
         });
     }

@@ -79,25 +79,32 @@ pub(crate) fn load16(bytes: &[u8], at: usize) -> __m128i {
 /// The hash tag of a key of `n` (16 to 64) bytes loaded as `loads`: 16
 /// bytes from offsets 0, 16, ... and the last 16 from `n - 16`. Brace
 /// positions come from byte compares and move-masks (bit `p` is key byte
-/// `p`; overlapping loads set the same bits).
+/// `p`; overlapping loads set the same bits). The usual tag closes within
+/// the first 16 bytes, where the first load's `}` mask alone tells; only
+/// the others build the whole one.
 #[inline(always)]
 pub(crate) fn tag_span<const L: usize>(loads: [__m128i; L], n: usize) -> Option<Range<usize>> {
+    let opens = key_mask(loads, n, b'{');
+    if opens == 0 {
+        return None;
+    }
+    tag::span_in_masks(opens, key_mask([loads[0]], 16, b'}'))
+        .or_else(|| tag::span_in_masks(opens, key_mask(loads, n, b'}')))
+}
+
+/// Bit `p` set where byte `p` of the key loaded as `loads` (see
+/// [`tag_span`]) is `byte`.
+#[inline(always)]
+fn key_mask<const L: usize>(loads: [__m128i; L], n: usize, byte: u8) -> u64 {
     // SAFETY: SSE2 is enabled (asserted above); nothing here reads memory.
     unsafe {
-        let mask = |b8: u8| {
-            let needle = _mm_set1_epi8(b8 as i8);
-            let hits = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u16);
-            let mut bits = hits(loads[L - 1]) << (n - 16);
-            for (i, &v) in loads[..L - 1].iter().enumerate() {
-                bits |= hits(v) << (16 * i);
-            }
-            bits
-        };
-        let opens = mask(b'{');
-        if opens == 0 {
-            return None;
+        let needle = _mm_set1_epi8(byte as i8);
+        let hits = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)) as u16);
+        let mut bits = hits(loads[L - 1]) << (n - 16);
+        for (i, &v) in loads[..L - 1].iter().enumerate() {
+            bits |= hits(v) << (16 * i);
         }
-        tag::span_in_masks(opens, mask(b'}'))
+        bits
     }
 }
 
