@@ -100,12 +100,11 @@ pub(crate) fn span_in_masks(opens: u64, closes: u64) -> Option<Range<usize>> {
     let open = opens.trailing_zeros();
     // Shifted down to the `{` (bit 0, no `}`), the mask drops every `}`
     // before it, and the first one after it is the trailing zeros away.
-    let after = closes >> open;
-    if after == 0 {
-        return None;
-    }
-    let (open, distance) = (open as usize, after.trailing_zeros() as usize);
-    (distance > 1).then_some(open + 1..open + distance)
+    // A tag is at least one byte: a distance of 2 to 63 (64 when no `}`
+    // follows).
+    let distance = (closes >> open).trailing_zeros() as usize;
+    let open = open as usize;
+    (distance.wrapping_sub(2) < 62).then_some(open + 1..open + distance)
 }
 
 #[cfg(test)]

@@ -250,22 +250,24 @@ static CUT: [[[u8; 16]; 16]; 16] = {
 };
 
 /// Shuffle controls that cut a tag out of a raw 16-byte load in one step:
-/// `TAG_IN_LOAD[start][len]` reverses the `len` bytes from `start` into
-/// the bottom (the last one lowest) and zeroes the rest.
+/// `TAG_IN_LOAD[open][distance]`, for a `{` at byte `open` and its `}`
+/// `distance` bytes after it, reverses the bytes between into the bottom
+/// (the last one lowest) and zeroes the rest.
 static TAG_IN_LOAD: [[[u8; 16]; 16]; 16] = {
     let mut t = [[[0x80u8; 16]; 16]; 16];
-    let mut start = 0;
-    while start < 16 {
-        let mut len = 0;
-        while start + len <= 16 {
+    let mut open = 0;
+    while open < 16 {
+        // The `}` at most at byte 16, just past the load (taken mod 16).
+        let mut distance = 2;
+        while open + distance <= 16 {
             let mut i = 0;
-            while i < len {
-                t[start][len % 16][i] = (start + len - 1 - i) as u8;
+            while i + 1 < distance {
+                t[open][distance % 16][i] = (open + distance - 1 - i) as u8;
                 i += 1;
             }
-            len += 1;
+            distance += 1;
         }
-        start += 1;
+        open += 1;
     }
     t
 };
@@ -370,7 +372,7 @@ fn mid_key_crc(key: &[u8]) -> u16 {
 
 /// CRC of the tag at `tag` in `key`, whose first 16 bytes are `first`
 /// (raw). A tag that ends within them (the usual `{user:1000}:...`) is cut
-/// out of the register: reversed into place, then masked.
+/// out of the register by one shuffle.
 #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
 #[inline]
 fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
@@ -378,7 +380,7 @@ fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
         return plain_crc(key.get(tag).unwrap_or_default());
     }
     let len = tag.end - tag.start;
-    let cut = &TAG_IN_LOAD[tag.start % 16][len % 16];
+    let cut = &TAG_IN_LOAD[(tag.start - 1) % 16][(len + 1) % 16];
     // SAFETY: `cut` is 16 readable bytes; unaligned loads are allowed.
     let tag = _mm_shuffle_epi8(first, unsafe { _mm_loadu_si128(cut.as_ptr().cast()) });
     barrett(tag, len > 8)
