@@ -54,10 +54,11 @@ pub enum CrcEngine {
     Portable = 1,
     /// x86_64 with PCLMULQDQ and SSSE3: 128-bit registers.
     Pclmulqdq = 2,
-    /// x86_64 with AVX2 and VPCLMULQDQ: 256-bit registers, two lanes.
+    /// x86_64 with AVX2, VPCLMULQDQ, BMI1, BMI2 and LZCNT: 256-bit
+    /// registers, two lanes.
     Vpclmulqdq256 = 3,
-    /// x86_64 with AVX-512 (F, BW), VPCLMULQDQ and GFNI: 512-bit registers,
-    /// four lanes.
+    /// x86_64 with AVX-512 (F, BW), VPCLMULQDQ, GFNI, AVX2, BMI1, BMI2 and
+    /// LZCNT: 512-bit registers, four lanes.
     Vpclmulqdq512 = 4,
     /// aarch64 with PMULL: 128-bit registers.
     Pmull = 5,
@@ -190,10 +191,14 @@ fn ask_cpu(engine: CrcEngine) -> bool {
         #[cfg(target_arch = "x86_64")]
         CrcEngine::Pclmulqdq => x86_has!("pclmulqdq", "ssse3", "sse2"),
         #[cfg(target_arch = "x86_64")]
-        CrcEngine::Vpclmulqdq256 => ask_cpu(CrcEngine::Pclmulqdq) && x86_has!("avx2", "vpclmulqdq"),
+        CrcEngine::Vpclmulqdq256 => {
+            ask_cpu(CrcEngine::Pclmulqdq) && x86_has!("avx2", "vpclmulqdq") && short_keys_vex()
+        }
         #[cfg(target_arch = "x86_64")]
         CrcEngine::Vpclmulqdq512 => {
-            ask_cpu(CrcEngine::Pclmulqdq) && x86_has!("avx512f", "avx512bw", "vpclmulqdq", "gfni")
+            ask_cpu(CrcEngine::Pclmulqdq)
+                && x86_has!("avx512f", "avx512bw", "vpclmulqdq", "gfni")
+                && short_keys_vex()
         }
         #[cfg(all(target_arch = "aarch64", feature = "std"))]
         CrcEngine::Pmull => std::arch::is_aarch64_feature_detected!("pmull"),
@@ -202,6 +207,14 @@ fn ask_cpu(engine: CrcEngine) -> bool {
         #[allow(unreachable_patterns)]
         _ => false,
     }
+}
+
+/// Whether the short-key path compiled for the wider tiers runs here:
+/// every CPU with VPCLMULQDQ has these, but a virtual machine may hide
+/// some.
+#[cfg(target_arch = "x86_64")]
+fn short_keys_vex() -> bool {
+    x86_has!("avx2", "bmi1", "bmi2", "lzcnt")
 }
 
 /// The widest engine this CPU supports, capped by `ZARIS_CRC_ENGINE`.
@@ -319,7 +332,13 @@ unsafe fn key_crc_unchecked(engine: CrcEngine, key: &[u8]) -> u16 {
         // 128-bit tier's.
         return unsafe {
             if key.len() <= 64 {
-                x86_64::pclmul::short_key_root(key)
+                if engine == CrcEngine::Pclmulqdq {
+                    x86_64::pclmul::sse::short_key_root(key)
+                } else {
+                    // The wider tiers' features include AVX2, BMI1, BMI2
+                    // and LZCNT.
+                    x86_64::pclmul::vex::short_key_root(key)
+                }
             } else {
                 match engine {
                     CrcEngine::Vpclmulqdq512 => x86_64::avx512::long_key_root(key),

@@ -1,8 +1,9 @@
 //! x86_64 with AVX-512 (F and BW) and VPCLMULQDQ: carry-less multiplies on
 //! 512-bit registers, four 16-byte lanes each (Intel Ice Lake and later
-//! servers, AMD Zen 4 and 5). Short keys take the 128-bit register path;
-//! longer input is folded by `fold.rs` on four zmm accumulators, 256 bytes
-//! a step, with three-way xors in one instruction.
+//! servers, AMD Zen 4 and 5). Short keys take the 128-bit register path,
+//! built with VEX encodings (`pclmul::vex`); longer input is folded by
+//! `fold.rs` on four zmm accumulators, 256 bytes a step, with three-way
+//! xors in one instruction.
 
 use core::arch::x86_64::{
     __m128i, __m256i, __m512i, _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_xor_si256,

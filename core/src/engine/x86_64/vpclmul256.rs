@@ -1,7 +1,8 @@
 //! x86_64 with AVX2 and VPCLMULQDQ: carry-less multiplies on 256-bit
 //! registers, two 16-byte lanes each (AMD Zen 3 and 4, Intel Alder Lake and
-//! later cores without AVX-512). Short keys take the 128-bit register path;
-//! longer input is folded by `fold.rs` on four ymm accumulators.
+//! later cores without AVX-512). Short keys take the 128-bit register path,
+//! built with VEX encodings (`pclmul::vex`); longer input is folded by
+//! `fold.rs` on four ymm accumulators.
 
 use core::arch::x86_64::{
     __m256i, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_clmulepi64_epi128,
