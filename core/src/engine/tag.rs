@@ -67,9 +67,9 @@ tag_in!(tag_in_block, u128, block_byte_hits);
 
 /// The rule on move-masks of a zero-padded 16-byte block in a vector
 /// register, where bit `j` stands for the byte `15 - j` from the top (so the
-/// earliest byte is the highest bit): `(skip, close)` such that, with the
+/// earliest byte is the highest bit): `(skip, distance)` such that, with the
 /// `}` mask shifted left by `skip`, the first `{` sits at bit 31 and the
-/// first `}` after it at bit `close`, the tag being the `30 - close` bits
+/// first `}` after it `distance` bits below, the tag being the bits
 /// between. Shifting the `{` to the top drops every `}` before it, so the
 /// rule takes two bit counts and a shift, and no mask is built.
 #[cfg_attr(not(any(target_arch = "x86_64", test)), allow(dead_code))]
@@ -79,14 +79,10 @@ pub(crate) fn span_in_block_masks(opens: u32, closes: u32) -> Option<(u32, u32)>
         return None;
     }
     let skip = opens.leading_zeros();
-    // Bit 31 is now the `{`'s byte, which is no `}`; a `}` at bit 30 would
-    // leave an empty tag.
-    let after = closes << skip;
-    if after == 0 {
-        return None;
-    }
-    let close = 31 - after.leading_zeros();
-    (close < 30).then_some((skip, close))
+    // Bit 31 is now the `{`'s byte, which is no `}`: the distance is at
+    // least 1 (an empty tag), and 32 when no `}` follows.
+    let distance = (closes << skip).leading_zeros();
+    (distance.wrapping_sub(2) < 30).then_some((skip, distance))
 }
 
 /// The rule on move-masks of a key of at most 64 bytes, bit `p` standing for
@@ -205,10 +201,10 @@ mod tests {
                     .fold(0u32, |r, p| r | 1 << (15 - (p + pad)))
             };
             let opens = rev(mask(key, b'{'));
-            let got = span_in_block_masks(opens, rev(mask(key, b'}'))).map(|(skip, close)| {
+            let got = span_in_block_masks(opens, rev(mask(key, b'}'))).map(|(skip, distance)| {
                 // The `{` is bit `31 - skip`, key byte `skip - 16 - pad`.
                 let start = skip as usize + 1 - 16 - pad;
-                start..start + 30 - close as usize
+                start..start + distance as usize - 1
             });
             assert_eq!(got, span(key), "{:?}", key.escape_ascii());
         });

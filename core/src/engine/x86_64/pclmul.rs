@@ -224,23 +224,23 @@ pub(crate) static REVERSED: [u8; 32] = {
 };
 
 /// Shuffle controls that cut a tag out of a padded block in one step,
-/// indexed by [`tag::span_in_block_masks`]'s `(skip, close)` (both at least
-/// 16 there, so taken mod 16): the tag's bytes move to the bottom, in
-/// order, and the rest become zeros.
+/// indexed by [`tag::span_in_block_masks`]'s `(skip, distance)` (taken mod
+/// 16: `skip` is 16 to 31 there, `distance` 2 to 16): the tag's bytes move
+/// to the bottom, in order, and the rest become zeros.
 static CUT: [[[u8; 16]; 16]; 16] = {
     let mut t = [[[0x80u8; 16]; 16]; 16];
     let mut skip = 16;
     while skip < 32 {
-        // The `{` is byte `31 - skip`; the tag the `30 - close` below it.
-        let mut close = skip;
-        while close < 30 {
-            let len = 30 - close;
+        // The `{` is byte `31 - skip`; the tag the `distance - 1` below it.
+        let mut distance = 2;
+        while distance <= 32 - skip {
+            let len = distance - 1;
             let mut i = 0;
             while i < len {
-                t[skip % 16][close % 16][i] = (31 - skip - len + i) as u8;
+                t[skip % 16][distance % 16][i] = (31 - skip - len + i) as u8;
                 i += 1;
             }
-            close += 1;
+            distance += 1;
         }
         skip += 1;
     }
@@ -336,8 +336,8 @@ macro_rules! short_key_paths {
                 // In the padded block bit `j` is the byte `15 - j` from the top.
                 let opens = mask(b'{');
                 if opens != 0 {
-                    if let Some((skip, close)) = tag::span_in_block_masks(opens, mask(b'}')) {
-                        return tag_of_block_crc(v, skip, close);
+                    if let Some((skip, distance)) = tag::span_in_block_masks(opens, mask(b'}')) {
+                        return tag_of_block_crc(v, skip, distance);
                     }
                 }
                 barrett(v, n > 8)
@@ -349,11 +349,11 @@ macro_rules! short_key_paths {
             /// 8-byte untagged key took 0.4 ns longer, one more taken jump).
             #[target_feature(enable = $features)]
             #[inline(never)]
-            fn tag_of_block_crc(block: __m128i, skip: u32, close: u32) -> u16 {
-                let cut = &CUT[skip as usize % 16][close as usize % 16];
+            fn tag_of_block_crc(block: __m128i, skip: u32, distance: u32) -> u16 {
+                let cut = &CUT[skip as usize % 16][distance as usize % 16];
                 // SAFETY: `cut` is 16 readable bytes; unaligned loads are allowed.
                 let tag = _mm_shuffle_epi8(block, unsafe { _mm_loadu_si128(cut.as_ptr().cast()) });
-                barrett(tag, close < 22)
+                barrett(tag, distance > 9)
             }
 
             /// [`short_key_crc`] of 17 to 64 bytes, kept out of line so that the
