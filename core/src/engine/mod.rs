@@ -326,25 +326,31 @@ pub(crate) fn update_on(engine: CrcEngine, crc: u16, bytes: &[u8]) -> Option<u16
 /// The CPU supports `engine`.
 #[inline(always)]
 unsafe fn key_crc_unchecked(engine: CrcEngine, key: &[u8]) -> u16 {
+    // The wider tiers first, so that what most CPUs run (a short key on
+    // them) is the straight path, with no taken jump (measured: one cost
+    // a 16-byte key 0.5 ns).
     #[cfg(target_arch = "x86_64")]
-    if engine >= CrcEngine::Pclmulqdq && engine <= CrcEngine::Vpclmulqdq512 {
-        // SAFETY: the caller's; each x86_64 tier's features include the
-        // 128-bit tier's.
+    if engine >= CrcEngine::Vpclmulqdq256 && engine <= CrcEngine::Vpclmulqdq512 {
+        // SAFETY: the caller's; the wider tiers' features include the
+        // 128-bit tier's, and AVX2, BMI1, BMI2 and LZCNT.
         return unsafe {
             if key.len() <= 64 {
-                if engine == CrcEngine::Pclmulqdq {
-                    x86_64::pclmul::sse::short_key_root(key)
-                } else {
-                    // The wider tiers' features include AVX2, BMI1, BMI2
-                    // and LZCNT.
-                    x86_64::pclmul::vex::short_key_root(key)
-                }
+                x86_64::pclmul::vex::short_key_root(key)
+            } else if engine == CrcEngine::Vpclmulqdq512 {
+                x86_64::avx512::long_key_root(key)
             } else {
-                match engine {
-                    CrcEngine::Vpclmulqdq512 => x86_64::avx512::long_key_root(key),
-                    CrcEngine::Vpclmulqdq256 => x86_64::vpclmul256::long_key_root(key),
-                    _ => x86_64::pclmul::long_key_root(key),
-                }
+                x86_64::vpclmul256::long_key_root(key)
+            }
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if engine == CrcEngine::Pclmulqdq {
+        // SAFETY: the caller's.
+        return unsafe {
+            if key.len() <= 64 {
+                x86_64::pclmul::sse::short_key_root(key)
+            } else {
+                x86_64::pclmul::long_key_root(key)
             }
         };
     }

@@ -87,14 +87,19 @@ pub(crate) fn update_blocks_root(crc: u16, bytes: &[u8], stop: Option<u8>) -> (u
     unsafe { Pclmul::new_unchecked() }.update_blocks(crc, bytes, stop)
 }
 
-/// The CRC from state 0 of at most 64 bytes, braces or not. Out of line,
-/// also where it is called from this tier's own code (the rare tag that
-/// ends past a key's first 16 bytes), so that its callers stay small
-/// enough to be inlined.
+/// The CRC from state 0 of at most 64 bytes, braces or not.
 #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
-#[inline(never)]
 pub(crate) fn plain_root(bytes: &[u8]) -> u16 {
     plain_crc(bytes)
+}
+
+/// [`plain_crc`] of the rare tag that ends past a key's first 16 bytes,
+/// out of line, so that the tag cut that calls it stays small enough to
+/// be inlined.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+#[inline(never)]
+fn far_tag_crc(tag: &[u8]) -> u16 {
+    plain_crc(tag)
 }
 
 /// The CRC of any bytes, continued from `crc`.
@@ -406,7 +411,7 @@ short_key_paths!(
 #[inline]
 fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
     if tag.end > 16 {
-        return plain_root(key.get(tag).unwrap_or_default());
+        return far_tag_crc(key.get(tag).unwrap_or_default());
     }
     let len = tag.end - tag.start;
     let cut = &TAG_IN_LOAD[(tag.start - 1) % 16][(len + 1) % 16];
