@@ -337,7 +337,8 @@ macro_rules! short_key_paths {
                     return mid_key_crc(key);
                 }
                 let v = load_block(key);
-                let mask = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
+                let mask =
+                    |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
                 // In the padded block bit `j` is the byte `15 - j` from the top.
                 let opens = mask(b'{');
                 if opens != 0 {
