@@ -18,7 +18,8 @@ pub struct Record {
     pub date: String,
     /// `rustc -V`.
     pub rustc: String,
-    /// The CPU model, as `/proc/cpuinfo` names it.
+    /// The CPU model, as `/proc/cpuinfo` names it, with its family, model
+    /// and stepping numbers where it gives them (see [`cpu_identity`]).
     pub cpu: String,
     /// Logical CPUs.
     pub cpus: usize,
@@ -59,6 +60,35 @@ impl Record {
             .map_or(self.commit.len(), |(i, _)| i);
         &self.commit[..end]
     }
+}
+
+/// The CPU a run is compared on, from the text of `/proc/cpuinfo`: the
+/// model name, then the family, model and stepping numbers where they are
+/// given (x86). Virtual machines name different parts alike ("Intel(R)
+/// Xeon(R) Processor" has stood for a 3.0 GHz and a 4.2 GHz part, whose
+/// vector code and table look-ups did not speed up alike), so the name
+/// alone would compare runs from different CPUs. `None` without a model
+/// name.
+#[must_use]
+pub fn cpu_identity(cpuinfo: &str) -> Option<String> {
+    // The first processor's fields, up to the blank line after them.
+    let field = |key: &str| {
+        cpuinfo
+            .lines()
+            .take_while(|line| !line.trim().is_empty())
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                (name.trim() == key).then(|| value.trim())
+            })
+    };
+    let name = field("model name")?;
+    let numbers = (field("cpu family"), field("model"), field("stepping"));
+    Some(match numbers {
+        (Some(family), Some(model), Some(stepping)) => {
+            format!("{name} (family {family}, model {model}, stepping {stepping})")
+        }
+        _ => name.to_owned(),
+    })
 }
 
 /// Reads every record of a history file (a missing file is an empty history).
@@ -130,6 +160,24 @@ pub(crate) mod tests {
             engines: Vec::new(),
             interleaved_ns: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_cpu_is_its_name_and_numbers() {
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\
+                   model\t\t: 167\nmodel name\t: Intel(R) Xeon(R) Processor\n\
+                   stepping\t: 1\n\nprocessor\t: 1\nmodel\t\t: 85\n";
+        assert_eq!(
+            cpu_identity(x86).as_deref(),
+            Some("Intel(R) Xeon(R) Processor (family 6, model 167, stepping 1)")
+        );
+        let named_only = "processor\t: 0\nmodel name\t: ARMv8 Processor rev 1 (v8l)\n";
+        assert_eq!(
+            cpu_identity(named_only).as_deref(),
+            Some("ARMv8 Processor rev 1 (v8l)")
+        );
+        assert_eq!(cpu_identity("processor\t: 0\nCPU part\t: 0xd0c\n"), None);
+        assert_eq!(cpu_identity(""), None);
     }
 
     #[test]

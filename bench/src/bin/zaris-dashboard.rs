@@ -216,12 +216,6 @@ fn command_line(program: &str, args: &[&str]) -> String {
 fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|info| {
-            info.lines().find_map(|l| {
-                l.strip_prefix("model name")
-                    .and_then(|rest| rest.split_once(':'))
-                    .map(|(_, m)| m.trim().to_owned())
-            })
-        })
+        .and_then(|info| history::cpu_identity(&info))
         .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }
