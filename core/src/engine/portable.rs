@@ -6,7 +6,9 @@ use super::generic::{Engine, BLOCK};
 use super::gf2::POLY;
 #[cfg(not(target_arch = "x86_64"))]
 use super::swar::load_padded;
-use super::swar::{byte_hits, load_padded_word};
+#[cfg(not(target_arch = "wasm32"))]
+use super::swar::load_padded_word;
+use super::swar::{byte_hits, load_word_on_top};
 use super::tag;
 
 /// `TABLES[k][b]` is the CRC of byte `b` followed by `k` zero bytes, so one
@@ -129,11 +131,15 @@ impl Engine for Portable {
 
     #[inline]
     fn short_key_crc(self, key: &[u8]) -> u16 {
-        // A key of one word is hashed without 128-bit arithmetic; the tag
-        // is cut out of the loaded key by shifts.
+        // A key of one word is hashed without 128-bit arithmetic or byte
+        // swaps; the tag is cut out of the loaded key by shifts.
         if key.len() <= 8 {
-            let word = load_padded_word(key);
-            return step8(0, tag::tag_in_word(word).map_or(word, |(tag, _)| tag));
+            let word = load_word_on_top(key);
+            return match tag::tag_in_word_on_top(word) {
+                None => word_crc(word),
+                // A tag within 8 bytes is at most 6: two look-ups fewer.
+                Some(tag) => top6_crc(tag),
+            };
         }
         #[cfg(target_arch = "x86_64")]
         {
@@ -303,6 +309,22 @@ fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
 #[inline(always)]
 fn entry(k: usize, word: u64, j: u32) -> u16 {
     TABLES[k][usize::from((word >> (56 - 8 * j)) as u8)]
+}
+
+/// The CRC from state 0 of a key held as by [`load_word_on_top`]: byte
+/// `i` (from the bottom) has `7 - i` bytes after it.
+#[inline(always)]
+fn word_crc(word: u64) -> u16 {
+    let t = |k: usize, i: u32| TABLES[k][usize::from((word >> (8 * i)) as u8)];
+    t(7, 0) ^ t(6, 1) ^ top6_crc(word)
+}
+
+/// [`word_crc`] of the top 6 bytes of `word` (the two below taken as
+/// zeros).
+#[inline(always)]
+fn top6_crc(word: u64) -> u16 {
+    let t = |k: usize, i: u32| TABLES[k][usize::from((word >> (8 * i)) as u8)];
+    t(5, 2) ^ t(4, 3) ^ t(3, 4) ^ t(2, 5) ^ t(1, 6) ^ t(0, 7)
 }
 
 /// One slicing-by-8 step over the big-endian `word`: 8 independent

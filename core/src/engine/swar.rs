@@ -54,9 +54,32 @@ pub(crate) fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
 /// At most 8 bytes as one big-endian word, zero-padded in front; more read
 /// as their last 8 (the low half of [`load_padded`], whose 128-bit
 /// arithmetic folds away once truncated).
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 #[inline(always)]
 pub(crate) fn load_padded_word(bytes: &[u8]) -> u64 {
     load_padded(bytes) as u64
+}
+
+/// At most 8 bytes as one little-endian word, the last byte on top and
+/// zeros below the first: [`load_padded_word`] byte-reversed, which is what
+/// a plain load of 8 bytes gives, with no byte swap (wasm has none: an
+/// `i64` swap there is a dozen instructions).
+#[inline(always)]
+pub(crate) fn load_word_on_top(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let le4 = |b: Option<&[u8; 4]>| u64::from(b.map_or(0, |b| u32::from_le_bytes(*b)));
+    match *bytes {
+        [] => 0,
+        // Byte `p` goes to byte `8 - n + p`.
+        [a, ..] if n < 4 => {
+            let (mid, last) = (bytes[n / 2], bytes[n - 1]);
+            u64::from(a) << (64 - 8 * n)
+                | u64::from(mid) << (64 - 8 * (n - n / 2))
+                | u64::from(last) << 56
+        }
+        _ if n < 8 => le4(bytes.last_chunk()) << 32 | le4(bytes.first_chunk()) << (64 - 8 * n),
+        _ => bytes.last_chunk().map_or(0, |b| u64::from_le_bytes(*b)),
+    }
 }
 
 /// At most 16 bytes as one big-endian number, zero-padded in front. The CRC
@@ -144,6 +167,14 @@ mod tests {
                 .fold(0u128, |a, &b| a << 8 | u128::from(b));
             assert_eq!(load_padded(&msg[..n]), want, "n {n}");
             assert_eq!(load_padded_word(&msg[..n]), want as u64, "n {n}");
+            if n <= 8 {
+                let on_top = msg[..n]
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |a, (p, &b)| a | u64::from(b) << (8 * (8 - n + p)));
+                assert_eq!(load_word_on_top(&msg[..n]), on_top, "n {n}");
+                assert_eq!(on_top, (want as u64).swap_bytes(), "n {n}");
+            }
         }
     }
 }

@@ -18,52 +18,96 @@ pub(crate) fn span(key: &[u8]) -> Option<Range<usize>> {
     (close > open + 1).then_some(open + 1..close)
 }
 
-/// The rule on a short key held as one zero-padded big-endian number (a
-/// word of at most 8 bytes, or a block of at most 16): the tag slid down to
-/// the bottom and its length, or `None` when the whole key is hashed. The
-/// braces are found with the cheap "has zero byte" test on the number
-/// byte-reversed (first key byte lowest): its stray marks only ever sit
-/// above a true match, so the lowest mark is the first brace, and once the
-/// marks up to the `{` are cleared, the lowest `}` mark is exact too (a
-/// stray one would need a true `}` right below it, through the `{`).
+/// The rule on a key of at most 16 bytes held as one zero-padded
+/// big-endian number: the tag slid down to the bottom and its length, or
+/// `None` when the whole key is hashed. The braces are found with the cheap
+/// "has zero byte" test on the number byte-reversed (first key byte
+/// lowest): its stray marks only ever sit above a true match, so the lowest
+/// mark is the first brace, and once the marks up to the `{` are cleared,
+/// the lowest `}` mark is exact too (a stray one would need a true `}`
+/// right below it, through the `{`).
 ///
 /// The tag is cut out by masks built from the two lowest marks, not from
 /// their positions: only the final shift waits for a bit count, so a
 /// tagged key's CRC starts a few cycles after an untagged one's.
-macro_rules! tag_in {
-    ($name:ident, $int:ty, $hits:path) => {
-        #[inline(always)]
-        pub(crate) fn $name(padded: $int) -> Option<($int, u32)> {
-            let first_lowest = padded.swap_bytes();
-            let opens = $hits(first_lowest, b'{');
-            if opens == 0 {
-                return None;
-            }
-            // `x ^ -x`: the bits above the lowest set bit of `x`.
-            let closes = $hits(first_lowest, b'}') & (opens ^ opens.wrapping_neg());
-            if closes == 0 {
-                return None;
-            }
-            // The marks (top bits) of the `{` and of the first `}` after it,
-            // and a byte mask of the bytes strictly between them.
-            let open = opens & opens.wrapping_neg();
-            let close = closes & closes.wrapping_neg();
-            let between = (close >> 7).wrapping_sub(open << 1);
-            if between == 0 {
-                return None;
-            }
-            // In `padded` the tag is masked out, then slid down past the
-            // bytes from the `}` on (`close_bit` is the `}` byte's top bit).
-            let close_bit = close.trailing_zeros();
-            let tag = (padded & between.swap_bytes()) >> (<$int>::BITS + 7 - close_bit);
-            let len = (close_bit - open.trailing_zeros()) / 8 - 1;
-            Some((tag, len))
-        }
-    };
+#[inline(always)]
+pub(crate) fn tag_in_block(padded: u128) -> Option<(u128, u32)> {
+    let first_lowest = padded.swap_bytes();
+    let opens = block_byte_hits(first_lowest, b'{');
+    if opens == 0 {
+        return None;
+    }
+    // `x ^ -x`: the bits above the lowest set bit of `x`.
+    let closes = block_byte_hits(first_lowest, b'}') & (opens ^ opens.wrapping_neg());
+    if closes == 0 {
+        return None;
+    }
+    // The marks (top bits) of the `{` and of the first `}` after it, and a
+    // byte mask of the bytes strictly between them.
+    let open = opens & opens.wrapping_neg();
+    let close = closes & closes.wrapping_neg();
+    let between = (close >> 7).wrapping_sub(open << 1);
+    if between == 0 {
+        return None;
+    }
+    // In `padded` the tag is masked out, then slid down past the bytes
+    // from the `}` on (`close_bit` is the `}` byte's top bit).
+    let close_bit = close.trailing_zeros();
+    let tag = (padded & between.swap_bytes()) >> (u128::BITS + 7 - close_bit);
+    let len = (close_bit - open.trailing_zeros()) / 8 - 1;
+    Some((tag, len))
 }
 
-tag_in!(tag_in_word, u64, byte_hits);
-tag_in!(tag_in_block, u128, block_byte_hits);
+/// The rule on a key of at most 8 bytes held as by
+/// [`load_word_on_top`](super::swar::load_word_on_top) (little-endian, the
+/// last byte on top): the tag slid up so that its last byte is on top, or
+/// `None` when the whole key is hashed. Marks as in [`tag_in_block`], but in
+/// this order they need no byte swap, and the tag needs no mask of its own:
+/// the bytes up to the `{` are cleared by the mask that cleared the `}`
+/// marks, and those from the `}` on fall off the top.
+#[inline(always)]
+pub(crate) fn tag_in_word_on_top(word: u64) -> Option<u64> {
+    let opens = byte_hits(word, b'{');
+    if opens == 0 {
+        return None;
+    }
+    let above_open = opens ^ opens.wrapping_neg();
+    let closes = byte_hits(word, b'}') & above_open;
+    let open = opens & opens.wrapping_neg();
+    let close = closes & closes.wrapping_neg();
+    // One test for both: no `}` after the `{` (no mark), or `{}` (the `}`
+    // one byte up; a `{` on top makes that a zero, as `close` must be).
+    if close <= open << 8 {
+        return None;
+    }
+    // The `}` is byte `c` (`close` is its top bit, `8c + 7`): the tag
+    // moves up by `8 - c` bytes.
+    Some(up_past(word & above_open, close))
+}
+
+/// `word` moved up by `64 - 8c` bits, for the `c` whose top bit `close` is.
+/// Natively a multiply by `close` byte-swapped, moved up a bit (no bit
+/// count, no shift by a register); wasm has no byte swap (an `i64` one is a
+/// dozen instructions) but counts bits natively.
+#[inline(always)]
+fn up_past(word: u64, close: u64) -> u64 {
+    if cfg!(target_arch = "wasm32") {
+        up_past_by_count(word, close)
+    } else {
+        up_past_by_multiply(word, close)
+    }
+}
+
+#[inline(always)]
+fn up_past_by_count(word: u64, close: u64) -> u64 {
+    word << (u64::BITS + 7 - close.trailing_zeros())
+}
+
+/// `close` is `2^(8c + 7)`; byte-swapped, `2^(63 - 8c)`.
+#[inline(always)]
+fn up_past_by_multiply(word: u64, close: u64) -> u64 {
+    word.wrapping_mul(close.swap_bytes() << 1)
+}
 
 /// The rule on move-masks of a zero-padded 16-byte block in a vector
 /// register, where bit `j` stands for the byte `15 - j` from the top (so the
@@ -106,6 +150,7 @@ pub(crate) fn span_in_masks(opens: u64, closes: u64) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::swar::load_word_on_top;
 
     fn mask(key: &[u8], byte: u8) -> u64 {
         key.iter()
@@ -171,7 +216,9 @@ mod tests {
             let want = span(key).map(|s| (padded(&key[s.clone()]), s.len() as u32));
             assert_eq!(tag_in_block(padded(key)), want, "{:?}", key.escape_ascii());
             if key.len() <= 8 {
-                let got = tag_in_word(padded(key) as u64).map(|(t, n)| (u128::from(t), n));
+                // The tag as the word of a key of its own.
+                let want = span(key).map(|s| load_word_on_top(&key[s]));
+                let got = tag_in_word_on_top(load_word_on_top(key));
                 assert_eq!(got, want, "{:?}", key.escape_ascii());
             }
         };
@@ -187,6 +234,20 @@ mod tests {
             b"{{||}}",
         ] {
             check(key);
+        }
+    }
+
+    #[test]
+    fn both_ways_up_past_a_brace_agree() {
+        let mut word = 0x0123_4567_89ab_cdefu64;
+        for c in 1..8 {
+            let close = 1u64 << (8 * c + 7);
+            for _ in 0..100 {
+                word = word.rotate_left(13).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let want = word << (64 - 8 * c);
+                assert_eq!(up_past_by_count(word, close), want, "c {c}");
+                assert_eq!(up_past_by_multiply(word, close), want, "c {c}");
+            }
         }
     }
 
