@@ -148,6 +148,12 @@ impl Lanes for uint64x2_t {
 
     #[target_feature(enable = "neon,aes")]
     #[inline]
+    unsafe fn xor(a: Self, b: Self) -> Self {
+        veorq_u64(a, b)
+    }
+
+    #[target_feature(enable = "neon,aes")]
+    #[inline]
     unsafe fn fold(acc: Self, keys: Self, next: Self) -> Self {
         let lo = vmull_p64(vgetq_lane_u64::<0>(acc), vgetq_lane_u64::<0>(keys));
         let hi = vmull_high_p64(vreinterpretq_p64_u64(acc), vreinterpretq_p64_u64(keys));

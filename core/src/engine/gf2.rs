@@ -72,6 +72,44 @@ pub(crate) const fn mul_mod(a: u16, b: u16) -> u16 {
     acc
 }
 
+/// A `d` with `d * m = r mod P`, if there is one: `d -> d * m` is linear
+/// over the 16 bits of `d`, so Gaussian elimination finds it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const fn solve_mul(m: u16, r: u16) -> Option<u16> {
+    // `rows[p]`: a product whose top bit is `p`, and the `d` that gives it.
+    let mut rows = [(0u16, 0u16); 16];
+    let mut j = 0;
+    while j < 16 {
+        let (mut v, mut d) = (mul_mod(1 << j, m), 1u16 << j);
+        let mut p = 16;
+        while p > 0 {
+            p -= 1;
+            if v >> p & 1 == 1 {
+                if rows[p].0 == 0 {
+                    rows[p] = (v, d);
+                    break;
+                }
+                v ^= rows[p].0;
+                d ^= rows[p].1;
+            }
+        }
+        j += 1;
+    }
+    let (mut v, mut d) = (r, 0u16);
+    let mut p = 16;
+    while p > 0 {
+        p -= 1;
+        if v >> p & 1 == 1 {
+            if rows[p].0 == 0 {
+                return None;
+            }
+            v ^= rows[p].0;
+            d ^= rows[p].1;
+        }
+    }
+    Some(d)
+}
+
 /// `floor(x^80 / P)` without its `x^64` term: Barrett's constant for
 /// reducing a polynomial of degree below 80 in two multiplies.
 #[cfg_attr(
@@ -119,6 +157,28 @@ pub(crate) const fn fold_keys(d: u32) -> [u64; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn solve_mul_inverts_a_product() {
+        // `x^2048 + 1` shares the factor `x + 1` with `P`: a product of it
+        // is a multiple of `x + 1` (an even number of bits), and only those
+        // have a solution.
+        let m = x_pow_mod(2048) ^ 1;
+        for m in [m, 0x1234, X_INVERSE, 1] {
+            let mut found = 0;
+            for r in (0..=u16::MAX).step_by(97) {
+                let Some(d) = solve_mul(m, r) else {
+                    continue;
+                };
+                assert_eq!(mul_mod(d, m), r, "m {m:#x} r {r:#x}");
+                found += 1;
+            }
+            assert!(found > 300, "m {m:#x}: {found}");
+        }
+        assert_eq!(solve_mul(m, 1), None, "an odd number of bits");
+        assert_eq!(solve_mul(m, 3).map(|d| mul_mod(d, m)), Some(3));
+        assert_eq!(solve_mul(0, 5), None);
+    }
 
     #[test]
     fn check_value() {

@@ -9,10 +9,10 @@ use core::arch::x86_64::{
     __m128i, __m256i, __m512i, _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_xor_si256,
     _mm512_broadcast_i32x4, _mm512_castsi512_si256, _mm512_clmulepi64_epi128,
     _mm512_cmpeq_epi8_mask, _mm512_extracti64x4_epi64, _mm512_gf2p8affine_epi64_epi8,
-    _mm512_inserti32x4, _mm512_loadu_si512, _mm512_set1_epi64, _mm512_set1_epi8,
-    _mm512_setzero_si512, _mm512_ternarylogic_epi64, _mm512_zextsi128_si512,
-    _mm_gf2p8affine_epi64_epi8, _mm_loadu_si128, _mm_set1_epi64x, _mm_set_epi64x, _mm_shuffle_epi8,
-    _mm_xor_si128,
+    _mm512_inserti32x4, _mm512_loadu_si512, _mm512_min_epu8, _mm512_set1_epi64, _mm512_set1_epi8,
+    _mm512_setzero_si512, _mm512_ternarylogic_epi64, _mm512_testn_epi8_mask, _mm512_xor_si512,
+    _mm512_zextsi128_si512, _mm_gf2p8affine_epi64_epi8, _mm_loadu_si128, _mm_set1_epi64x,
+    _mm_set_epi64x, _mm_shuffle_epi8, _mm_xor_si128,
 };
 
 use super::pclmul::{self, window, REVERSED};
@@ -175,6 +175,37 @@ impl Lanes for __m512i {
     #[inline]
     unsafe fn reverse(raw: Self) -> Self {
         _mm512_gf2p8affine_epi64_epi8::<0>(raw, _mm512_set1_epi64(REVERSE_BITS))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn xor(a: Self, b: Self) -> Self {
+        _mm512_xor_si512(a, b)
+    }
+
+    /// On Intel cores the multiplies and every compare into a mask share
+    /// port 5: a compare per register took four of its twelve
+    /// instructions a stride. Marked, a stride takes one there (the marks
+    /// ride in the bit reversal, three byte minimums merge the registers,
+    /// one test finds a zero byte): 4 KiB keys 5-6% faster.
+    const MARKS_BRACES: bool = true;
+
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn reverse_marking_braces(raw: Self) -> Self {
+        // The affine transform's constant is xored into every result byte.
+        const BRACE: i32 = b'{'.reverse_bits() as i32;
+        _mm512_gf2p8affine_epi64_epi8::<BRACE>(raw, _mm512_set1_epi64(REVERSE_BITS))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2")]
+    #[inline]
+    unsafe fn any_zero_byte(v: &[Self]) -> bool {
+        let Some((&first, rest)) = v.split_first() else {
+            return false;
+        };
+        let least = rest.iter().fold(first, |m, &x| _mm512_min_epu8(m, x));
+        _mm512_testn_epi8_mask(least, least) != 0
     }
 
     #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2")]

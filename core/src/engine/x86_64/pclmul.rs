@@ -160,6 +160,12 @@ impl Lanes for __m128i {
 
     #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
     #[inline]
+    unsafe fn xor(a: Self, b: Self) -> Self {
+        _mm_xor_si128(a, b)
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+    #[inline]
     unsafe fn fold(acc: Self, keys: Self, next: Self) -> Self {
         fold_into(acc, next, keys)
     }

@@ -146,6 +146,12 @@ impl Lanes for __m256i {
 
     #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,ssse3,sse2")]
     #[inline]
+    unsafe fn xor(a: Self, b: Self) -> Self {
+        _mm256_xor_si256(a, b)
+    }
+
+    #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,ssse3,sse2")]
+    #[inline]
     unsafe fn fold(acc: Self, keys: Self, next: Self) -> Self {
         let lo = _mm256_clmulepi64_epi128(acc, keys, 0x00);
         let hi = _mm256_clmulepi64_epi128(acc, keys, 0x11);
