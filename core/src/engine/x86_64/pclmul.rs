@@ -455,7 +455,10 @@ fn tag_crc(key: &[u8], first: __m128i, tag: core::ops::Range<usize>) -> u16 {
 #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
 #[inline]
 fn near_tag_crc(first: __m128i, tag: core::ops::Range<usize>) -> u16 {
-    barrett(cut_near_tag(first, &tag), tag.len() > 8)
+    barrett(
+        cut_near_tag(first, &tag),
+        tag.end.wrapping_sub(tag.start) > 8,
+    )
 }
 
 /// The tag at `tag`, which ends within the 16 bytes `first` (raw), as a
