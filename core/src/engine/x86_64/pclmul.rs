@@ -339,13 +339,19 @@ macro_rules! short_key_paths {
             #[inline]
             pub(crate) fn short_key_crc(key: &[u8]) -> u16 {
                 let n = key.len();
-                if n > 16 {
-                    return mid_key_crc(key);
-                }
-                if n == 8 {
-                    return eight_byte_key_crc(key.first_chunk().unwrap_or(&[0; 8]));
-                }
-                let v = load_block(key);
+                // 16 bytes tested first, on the flags of the test for longer
+                // keys: the 8-byte test before it cost untagged 16-byte keys
+                // a compare and a taken jump (6%).
+                let v = if n >= 16 {
+                    if n > 16 {
+                        return mid_key_crc(key);
+                    }
+                    _mm_shuffle_epi8(load16(key, 0), window(&REVERSED, 0))
+                } else if let Some(word) = key.first_chunk().filter(|_| n == 8) {
+                    return eight_byte_key_crc(word);
+                } else {
+                    load_block(key)
+                };
                 let mask =
                     |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
                 // In the padded block bit `j` is the byte `15 - j` from the top.
