@@ -339,13 +339,13 @@ macro_rules! short_key_paths {
             #[inline]
             pub(crate) fn short_key_crc(key: &[u8]) -> u16 {
                 let n = key.len();
-                // 16 bytes tested first, on the flags of the test for longer
-                // keys: the 8-byte test before it cost untagged 16-byte keys
-                // a compare and a taken jump (6%).
-                let v = if n >= 16 {
-                    if n > 16 {
-                        return mid_key_crc(key);
-                    }
+                if n > 16 {
+                    return mid_key_crc(key);
+                }
+                // 16 bytes tested first (measured: an 8-byte test before it
+                // cost 16-byte keys a taken jump, 6%; `n >= 16` tested
+                // first cost longer keys one more, 5-9%).
+                let v = if n == 16 {
                     _mm_shuffle_epi8(load16(key, 0), window(&REVERSED, 0))
                 } else if let Some(word) = key.first_chunk().filter(|_| n == 8) {
                     return eight_byte_key_crc(word);
