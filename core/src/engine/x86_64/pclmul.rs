@@ -342,9 +342,10 @@ macro_rules! short_key_paths {
                 if n > 16 {
                     return mid_key_crc(key);
                 }
-                // 16 bytes tested first (measured: an 8-byte test before it
-                // cost 16-byte keys a taken jump, 6%; `n >= 16` tested
-                // first cost longer keys one more, 5-9%).
+                // Longer keys leave on the first test (testing `n >= 16`
+                // first cost them one more taken jump: 5-9%). Whatever the
+                // order here, LLVM tests for 8 bytes before 16: a 16-byte
+                // key pays one untaken compare (0.1 ns on the 128-bit tier).
                 let v = if n == 16 {
                     _mm_shuffle_epi8(load16(key, 0), window(&REVERSED, 0))
                 } else if let Some(word) = key.first_chunk().filter(|_| n == 8) {
