@@ -340,6 +340,8 @@ pub(crate) unsafe fn fold<V: Lanes>(prefix: u128, region: &[u8], stop: Option<u8
                     for (r, v) in raw.iter_mut().enumerate() {
                         *v = V::load(&group[r * reg..]);
                     }
+                    // Marked blocks are searched after their reversal, raw
+                    // ones before it.
                     if marking {
                         for v in raw.iter_mut() {
                             *v = V::reverse_marking_braces(*v);
@@ -347,16 +349,16 @@ pub(crate) unsafe fn fold<V: Lanes>(prefix: u128, region: &[u8], stop: Option<u8
                         if V::any_zero_byte(raw) {
                             break;
                         }
-                        for (lane, &v) in acc.iter_mut().zip(raw.iter()) {
-                            *lane = V::fold(*lane, step, v);
-                        }
                     } else {
                         if stopping && (V::any_equal(raw, needle)) {
                             break;
                         }
-                        for (lane, &v) in acc.iter_mut().zip(raw.iter()) {
-                            *lane = V::fold(*lane, step, V::reverse(v));
+                        for v in raw.iter_mut() {
+                            *v = V::reverse(*v);
                         }
+                    }
+                    for (lane, &v) in acc.iter_mut().zip(raw.iter()) {
+                        *lane = V::fold(*lane, step, v);
                     }
                     pos += stride;
                 }
@@ -400,9 +402,9 @@ pub(crate) unsafe fn fold<V: Lanes>(prefix: u128, region: &[u8], stop: Option<u8
         // layout, and the first `count` registers were just written.
         let tail = core::slice::from_raw_parts(tail.as_ptr().cast::<V>(), count);
         let mut end = at;
-        if stopping && (V::any_equal(&tail[..count], needle)) {
+        if stopping && (V::any_equal(tail, needle)) {
             // Rare: find the first register that may hold the stop byte.
-            let clean = tail[..count]
+            let clean = tail
                 .iter()
                 .take_while(|&&raw| !(V::any_equal(&[raw], needle)))
                 .count();

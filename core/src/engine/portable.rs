@@ -311,20 +311,23 @@ fn entry(k: usize, word: u64, j: u32) -> u16 {
     TABLES[k][usize::from((word >> (56 - 8 * j)) as u8)]
 }
 
-/// The CRC from state 0 of a key held as by [`load_word_on_top`]: byte
-/// `i` (from the bottom) has `7 - i` bytes after it.
+/// The CRC from state 0 of a key held as by [`load_word_on_top`]: the
+/// byte `k` from the top has `k` bytes after it.
 #[inline(always)]
 fn word_crc(word: u64) -> u16 {
-    let t = |k: usize, i: u32| TABLES[k][usize::from((word >> (8 * i)) as u8)];
-    t(7, 0) ^ t(6, 1) ^ top6_crc(word)
+    top6_crc(word) ^ entry(6, word, 6) ^ entry(7, word, 7)
 }
 
 /// [`word_crc`] of the top 6 bytes of `word` (the two below taken as
 /// zeros).
 #[inline(always)]
 fn top6_crc(word: u64) -> u16 {
-    let t = |k: usize, i: u32| TABLES[k][usize::from((word >> (8 * i)) as u8)];
-    t(5, 2) ^ t(4, 3) ^ t(3, 4) ^ t(2, 5) ^ t(1, 6) ^ t(0, 7)
+    entry(0, word, 0)
+        ^ entry(1, word, 1)
+        ^ entry(2, word, 2)
+        ^ entry(3, word, 3)
+        ^ entry(4, word, 4)
+        ^ entry(5, word, 5)
 }
 
 /// One slicing-by-8 step over the big-endian `word`: 8 independent
