@@ -73,6 +73,9 @@ pub(crate) fn short_key_crc_in_block<E: Engine>(e: E, key: &[u8]) -> u16 {
 pub(crate) fn long_key_crc<E: Engine>(e: E, key: &[u8]) -> u16 {
     let (crc, hashed) = e.update_blocks(0, key, Some(b'{'));
     let rest = key.get(hashed..).unwrap_or_default();
+    if rest.is_empty() {
+        return crc;
+    }
     let Some(open) = e.find_byte(rest, b'{') else {
         return update_with(e, crc, rest);
     };

@@ -298,8 +298,11 @@ pub(crate) fn key_crc_on(engine: CrcEngine, key: &[u8]) -> Option<u16> {
     if engine == CrcEngine::Portable {
         return Some(portable_key_crc(key));
     }
+    if !supported(engine) {
+        return None;
+    }
     // SAFETY: checked just before.
-    supported(engine).then(|| unsafe { key_crc_unchecked(engine, key) })
+    Some(unsafe { key_crc_unchecked(engine, key) })
 }
 
 /// Continues a CRC from `crc` over `bytes`, on the engine in use.
@@ -316,8 +319,11 @@ pub(crate) fn update_on(engine: CrcEngine, crc: u16, bytes: &[u8]) -> Option<u16
     if engine == CrcEngine::Portable {
         return Some(portable::update(crc, bytes));
     }
+    if !supported(engine) {
+        return None;
+    }
     // SAFETY: checked just before.
-    supported(engine).then(|| unsafe { update_unchecked(engine, crc, bytes) })
+    Some(unsafe { update_unchecked(engine, crc, bytes) })
 }
 
 /// [`key_crc`] on `engine`.
@@ -390,22 +396,23 @@ fn portable_long_key_crc(key: &[u8]) -> u16 {
     portable::Portable.long_key_crc(key)
 }
 
-/// [`update`] on `engine`.
+/// [`update`] on `engine`: inlined, so that a known engine and state pick
+/// their function where the call is.
 ///
 /// # Safety
 /// The CPU supports `engine`.
-#[inline]
+#[inline(always)]
 unsafe fn update_unchecked(engine: CrcEngine, crc: u16, bytes: &[u8]) -> u16 {
     match engine {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's: the CPU supports the engine.
-        CrcEngine::Pclmulqdq => unsafe { x86_64::pclmul::update_root(crc, bytes) },
+        CrcEngine::Pclmulqdq => unsafe { x86_64::pclmul::update(crc, bytes) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        CrcEngine::Vpclmulqdq256 => unsafe { x86_64::vpclmul256::update_root(crc, bytes) },
+        CrcEngine::Vpclmulqdq256 => unsafe { x86_64::vpclmul256::update(crc, bytes) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::update_root(crc, bytes) },
+        CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::update(crc, bytes) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: as above.
         CrcEngine::Pmull => unsafe { aarch64::update_root(crc, bytes) },
