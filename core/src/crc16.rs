@@ -15,7 +15,7 @@ use crate::engine;
 #[inline]
 #[must_use]
 pub fn crc16(bytes: &[u8]) -> u16 {
-    engine::update(0, bytes)
+    engine::crc(bytes)
 }
 
 /// Streaming CRC-16/XMODEM: feeding a message in any split gives the same

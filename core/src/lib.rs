@@ -100,7 +100,7 @@ pub mod _benchable {
     /// [`crate::crc16`] on a given engine, or `None` where this CPU lacks it.
     #[inline]
     pub fn crc16_on(engine: CrcEngine, bytes: &[u8]) -> Option<u16> {
-        engine::update_on(engine, 0, bytes)
+        engine::crc_on(engine, bytes)
     }
 
     /// The plain slicing-by-16 walk, without the one-step short blocks.

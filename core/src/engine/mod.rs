@@ -312,8 +312,52 @@ pub(crate) fn update(crc: u16, bytes: &[u8]) -> u16 {
     unsafe { update_unchecked(engine(), crc, bytes) }
 }
 
+/// The CRC from state 0 of `bytes`, on the engine in use (what
+/// [`update`] from 0 gives, with short input sent to a small function
+/// where the call is).
+#[inline]
+pub(crate) fn crc(bytes: &[u8]) -> u16 {
+    // SAFETY: the engine in use is one this CPU supports.
+    unsafe { crc_unchecked(engine(), bytes) }
+}
+
+/// [`crc`] on a given engine, or `None` where this CPU lacks it.
+#[inline(always)]
+pub(crate) fn crc_on(engine: CrcEngine, bytes: &[u8]) -> Option<u16> {
+    if engine == CrcEngine::Portable {
+        return Some(portable::update(0, bytes));
+    }
+    if !supported(engine) {
+        return None;
+    }
+    // SAFETY: checked just before.
+    Some(unsafe { crc_unchecked(engine, bytes) })
+}
+
+/// [`crc`] on `engine`.
+///
+/// # Safety
+/// The CPU supports `engine`.
+#[inline(always)]
+unsafe fn crc_unchecked(engine: CrcEngine, bytes: &[u8]) -> u16 {
+    match engine {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's: the CPU supports the engine.
+        CrcEngine::Pclmulqdq => unsafe { x86_64::pclmul::crc(bytes) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        CrcEngine::Vpclmulqdq256 => unsafe { x86_64::vpclmul256::crc(bytes) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::crc(bytes) },
+        // SAFETY: as above.
+        _ => unsafe { update_unchecked(engine, 0, bytes) },
+    }
+}
+
 /// [`update`] on a given engine, or `None` where this CPU lacks it (the
 /// portable engine inlined, as [`update`] inlines it).
+#[cfg(test)]
 #[inline(always)]
 pub(crate) fn update_on(engine: CrcEngine, crc: u16, bytes: &[u8]) -> Option<u16> {
     if engine == CrcEngine::Portable {
@@ -396,23 +440,22 @@ fn portable_long_key_crc(key: &[u8]) -> u16 {
     portable::Portable.long_key_crc(key)
 }
 
-/// [`update`] on `engine`: inlined, so that a known engine and state pick
-/// their function where the call is.
+/// [`update`] on `engine`.
 ///
 /// # Safety
 /// The CPU supports `engine`.
-#[inline(always)]
+#[inline]
 unsafe fn update_unchecked(engine: CrcEngine, crc: u16, bytes: &[u8]) -> u16 {
     match engine {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's: the CPU supports the engine.
-        CrcEngine::Pclmulqdq => unsafe { x86_64::pclmul::update(crc, bytes) },
+        CrcEngine::Pclmulqdq => unsafe { x86_64::pclmul::update_root(crc, bytes) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        CrcEngine::Vpclmulqdq256 => unsafe { x86_64::vpclmul256::update(crc, bytes) },
+        CrcEngine::Vpclmulqdq256 => unsafe { x86_64::vpclmul256::update_root(crc, bytes) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::update(crc, bytes) },
+        CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::update_root(crc, bytes) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: as above.
         CrcEngine::Pmull => unsafe { aarch64::update_root(crc, bytes) },

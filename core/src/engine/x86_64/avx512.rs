@@ -95,12 +95,18 @@ pub(crate) fn update_blocks_root(crc: u16, bytes: &[u8], stop: Option<u8>) -> (u
     unsafe { Avx512::new_unchecked() }.update_blocks(crc, bytes, stop)
 }
 
-update_roots!(
-    "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2",
-    Avx512,
-    pclmul::plain_root,
-    pclmul::Pclmul::SHORT_KEY
-);
+crc_from_zero!(pclmul::plain_root, pclmul::Pclmul::SHORT_KEY);
+
+/// The CRC of any bytes, continued from `crc`.
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,gfni,pclmulqdq,ssse3,sse2")]
+pub(crate) fn update_root(crc: u16, bytes: &[u8]) -> u16 {
+    if crc == 0 && bytes.len() <= pclmul::Pclmul::SHORT_KEY {
+        // This tier's features include the 128-bit tier's.
+        return pclmul::plain_root(bytes);
+    }
+    // SAFETY: as above.
+    generic::update_with(unsafe { Avx512::new_unchecked() }, crc, bytes)
+}
 
 /// Below this many bytes 256-bit registers are faster: a 512-bit multiply
 /// has a longer latency, and four lanes take one more step to combine

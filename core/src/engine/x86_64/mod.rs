@@ -3,49 +3,32 @@
 //! SSE2 baseline (`sse2.rs`), which the portable tables use too. `engine/mod.rs` detects
 //! the tiers and dispatches; nothing here picks.
 
-/// A tier's CRC entry points, from its features, its engine type, and the
-/// length up to which `$short` hashes from state 0 (`update` dispatches
-/// on the state; `crc_root` keeps short input in a small function;
-/// `update_root` takes the rest).
-macro_rules! update_roots {
-    ($features:literal, $engine:ty, $short:path, $short_len:expr) => {
-        /// The CRC of any bytes, continued from `crc`: from state 0 (what
-        /// `crc16` hashes) through `crc_root`, else through `update_root`.
+/// A tier's `crc`: the CRC of any bytes from state 0, from the 128-bit
+/// tier's root for short input and the tier's `update_root`.
+macro_rules! crc_from_zero {
+    ($short:path, $short_len:expr) => {
+        /// The CRC of any bytes from state 0 (`crc16`). Short input goes to
+        /// the 128-bit tier's small function here, where the call is:
+        /// `update_root` sets up a frame for its long path (a register
+        /// array, a kilobyte on the 512-bit tier, and five saved registers)
+        /// before its own test (measured: 8-64-byte input 25-33% faster
+        /// this way). Only the one-shot CRC takes this path: the same test
+        /// inlined into the UTF-16 encoder's loop made 256-unit keys 9-12%
+        /// slower, so streaming updates call `update_root` as they did.
         ///
         /// # Safety
         /// The CPU has this tier's features.
         #[inline(always)]
-        pub(crate) unsafe fn update(crc: u16, bytes: &[u8]) -> u16 {
-            // SAFETY: the caller's.
+        pub(crate) unsafe fn crc(bytes: &[u8]) -> u16 {
+            // SAFETY: the caller's; every tier's features include the
+            // 128-bit tier's.
             unsafe {
-                if crc == 0 {
-                    crc_root(bytes)
+                if bytes.len() <= $short_len {
+                    $short(bytes)
                 } else {
-                    update_root(crc, bytes)
+                    update_root(0, bytes)
                 }
             }
-        }
-
-        /// The CRC of any bytes from state 0. Short input stays in this
-        /// small function; the rest is out of line, so that its frame (a
-        /// register array, a kilobyte on the 512-bit tier, and five saved
-        /// registers) is not set up for short input (measured: 8-64-byte
-        /// input 20-33% faster).
-        #[target_feature(enable = $features)]
-        fn crc_root(bytes: &[u8]) -> u16 {
-            if bytes.len() <= $short_len {
-                // This tier's features include the 128-bit tier's.
-                return $short(bytes);
-            }
-            update_root(0, bytes)
-        }
-
-        /// The CRC of any bytes, continued from `crc`.
-        #[target_feature(enable = $features)]
-        #[inline(never)]
-        fn update_root(crc: u16, bytes: &[u8]) -> u16 {
-            // SAFETY: this function runs only where its features are.
-            $crate::engine::generic::update_with(unsafe { <$engine>::new_unchecked() }, crc, bytes)
         }
     };
 }

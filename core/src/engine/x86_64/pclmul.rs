@@ -102,7 +102,17 @@ fn far_tag_crc(tag: &[u8]) -> u16 {
     plain_crc(tag)
 }
 
-update_roots!("pclmulqdq,ssse3,sse2", Pclmul, plain_crc, Pclmul::SHORT_KEY);
+crc_from_zero!(plain_root, Pclmul::SHORT_KEY);
+
+/// The CRC of any bytes, continued from `crc`.
+#[target_feature(enable = "pclmulqdq,ssse3,sse2")]
+pub(crate) fn update_root(crc: u16, bytes: &[u8]) -> u16 {
+    if crc == 0 && bytes.len() <= Pclmul::SHORT_KEY {
+        return plain_crc(bytes);
+    }
+    // SAFETY: as above.
+    generic::update_with(unsafe { Pclmul::new_unchecked() }, crc, bytes)
+}
 
 /// One xmm register: one lane. Eight accumulators keep enough folds in
 /// flight to cover the multiplier's latency.

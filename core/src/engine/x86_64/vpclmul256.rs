@@ -83,12 +83,18 @@ pub(crate) fn update_blocks_root(crc: u16, bytes: &[u8], stop: Option<u8>) -> (u
     unsafe { Vpclmul256::new_unchecked() }.update_blocks(crc, bytes, stop)
 }
 
-update_roots!(
-    "avx2,vpclmulqdq,pclmulqdq,ssse3,sse2",
-    Vpclmul256,
-    pclmul::plain_root,
-    pclmul::Pclmul::SHORT_KEY
-);
+crc_from_zero!(pclmul::plain_root, pclmul::Pclmul::SHORT_KEY);
+
+/// The CRC of any bytes, continued from `crc`.
+#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,ssse3,sse2")]
+pub(crate) fn update_root(crc: u16, bytes: &[u8]) -> u16 {
+    if crc == 0 && bytes.len() <= pclmul::Pclmul::SHORT_KEY {
+        // This tier's features include the 128-bit tier's.
+        return pclmul::plain_root(bytes);
+    }
+    // SAFETY: as above.
+    generic::update_with(unsafe { Vpclmul256::new_unchecked() }, crc, bytes)
+}
 
 /// Two lanes a register, four registers side by side: a 128-byte stride.
 impl Lanes for __m256i {
