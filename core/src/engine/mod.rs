@@ -350,7 +350,7 @@ unsafe fn crc_unchecked(engine: CrcEngine, bytes: &[u8]) -> u16 {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         CrcEngine::Vpclmulqdq512 => unsafe { x86_64::avx512::crc(bytes) },
-        // SAFETY: as above.
+        // SAFETY: the caller's.
         _ => unsafe { update_unchecked(engine, 0, bytes) },
     }
 }

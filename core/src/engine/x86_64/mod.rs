@@ -11,7 +11,7 @@ macro_rules! crc_from_zero {
         /// the 128-bit tier's small function here, where the call is:
         /// `update_root` sets up a frame for its long path (a register
         /// array, a kilobyte on the 512-bit tier, and five saved registers)
-        /// before its own test (measured: 8-64-byte input 25-33% faster
+        /// before its own test (measured: 8-64-byte input 16-32% faster
         /// this way). Only the one-shot CRC takes this path: the same test
         /// inlined into the UTF-16 encoder's loop made 256-unit keys 9-12%
         /// slower, so streaming updates call `update_root` as they did.
