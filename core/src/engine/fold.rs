@@ -428,9 +428,6 @@ pub(crate) unsafe fn fold<V: Lanes>(prefix: u128, region: &[u8], stop: Option<u8
 /// keys 1.4% faster); otherwise they are searched raw for `needle`, if
 /// any, a stride at a time.
 ///
-/// Each form is its own loop, testing only what it needs, with no bounds
-/// check in a stride.
-///
 /// # Safety
 /// The CPU features of `V`'s tier.
 #[inline(always)]
@@ -440,60 +437,73 @@ unsafe fn fold_strides<V: Lanes, const MARKED: bool>(
     step: V,
     needle: Option<V>,
 ) -> usize {
+    // SAFETY: the tier's features are the caller's.
+    unsafe {
+        let mut done = 0;
+        // (Pairs where the registers fit: on every marking tier.)
+        if MARKED && 2 * V::ACCUMULATORS <= MAX_ACCUMULATORS {
+            let (paired, stopped) = fold_groups::<V, MARKED, 2>(acc, body, step, needle);
+            if stopped {
+                return paired;
+            }
+            done = paired;
+        }
+        done + fold_groups::<V, MARKED, 1>(acc, &body[done..], step, needle).0
+    }
+}
+
+/// [`fold_strides`] `STRIDES` strides a test: folds each whole group of
+/// them at the front of `body` until one may hold the stop byte; says how
+/// many bytes it folded and whether it stopped there. Each form is its own
+/// loop, testing only what it needs, with no bounds check in a group.
+///
+/// # Safety
+/// The CPU features of `V`'s tier, and `STRIDES * V::ACCUMULATORS <=
+/// MAX_ACCUMULATORS`.
+#[inline(always)]
+unsafe fn fold_groups<V: Lanes, const MARKED: bool, const STRIDES: usize>(
+    acc: &mut [V],
+    body: &[u8],
+    step: V,
+    needle: Option<V>,
+) -> (usize, bool) {
     let reg = 16 * V::LANES;
-    let stride = reg * V::ACCUMULATORS;
+    let group = STRIDES * reg * V::ACCUMULATORS;
     let mut done = 0;
     // SAFETY: the tier's features are the caller's; each chunk holds as
     // many registers of `reg` bytes as are loaded from it.
     unsafe {
-        // (Pairs where the registers fit: on every marking tier.)
-        if MARKED && 2 * V::ACCUMULATORS <= MAX_ACCUMULATORS {
-            for pair in body.chunks_exact(2 * stride) {
-                let mut raw = [(V::zero()); MAX_ACCUMULATORS];
-                let raw = &mut raw[..2 * V::ACCUMULATORS];
-                for (r, v) in raw.iter_mut().enumerate() {
-                    *v = V::reverse_marking_braces(V::load(&pair[r * reg..]));
-                }
-                if V::any_zero_byte(raw) {
-                    return done;
-                }
-                for half in raw.chunks_exact(V::ACCUMULATORS) {
-                    for (lane, &v) in acc.iter_mut().zip(half) {
-                        *lane = V::fold(*lane, step, v);
-                    }
-                }
-                done += 2 * stride;
-            }
-        }
-        for group in body[done..].chunks_exact(stride) {
+        for chunk in body.chunks_exact(group) {
             let mut raw = [(V::zero()); MAX_ACCUMULATORS];
-            let raw = &mut raw[..V::ACCUMULATORS];
+            let raw = &mut raw[..STRIDES * V::ACCUMULATORS];
             for (r, v) in raw.iter_mut().enumerate() {
-                *v = V::load(&group[r * reg..]);
+                *v = V::load(&chunk[r * reg..]);
             }
             if MARKED {
                 for v in raw.iter_mut() {
                     *v = V::reverse_marking_braces(*v);
                 }
                 if V::any_zero_byte(raw) {
-                    return done;
+                    return (done, true);
                 }
             } else {
                 if let Some(needle) = needle {
                     if V::any_equal(raw, needle) {
-                        return done;
+                        return (done, true);
                     }
                 }
                 for v in raw.iter_mut() {
                     *v = V::reverse(*v);
                 }
             }
-            for (lane, &v) in acc.iter_mut().zip(raw.iter()) {
-                *lane = V::fold(*lane, step, v);
+            for stride in raw.chunks_exact(V::ACCUMULATORS) {
+                for (lane, &v) in acc.iter_mut().zip(stride) {
+                    *lane = V::fold(*lane, step, v);
+                }
             }
-            done += stride;
+            done += group;
         }
-        done
+        (done, false)
     }
 }
 
