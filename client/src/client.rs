@@ -14,8 +14,10 @@ use futures_util::future::try_join_all;
 use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{hash_tag, slot_for_key};
 
+use crate::cluster_map::SlotRange;
 use crate::config::{Builder, Config};
 use crate::map::{Registry, Snapshot};
+use crate::ownership::{Announcer, OwnershipChanges, Revealed};
 use crate::refresh::{poll, Gate, Redirects};
 use crate::request::{pack, Packed, Replies, Route};
 use crate::stats::{Counters, RefreshCause, Stats};
@@ -51,6 +53,8 @@ pub(crate) struct Inner {
     marker_seq: AtomicU64,
     /// Spreads keyless commands over the slots, so over the masters.
     pub(crate) next_any: AtomicUsize,
+    /// Tells [`Client::ownership_changes`] listeners of each map change.
+    pub(crate) announcer: Announcer,
 }
 
 const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
@@ -106,8 +110,9 @@ impl Client {
             marker_prefix,
             marker_seq: AtomicU64::new(0),
             next_any: AtomicUsize::new(0),
+            announcer: Announcer::default(),
         });
-        inner.load_map().await?;
+        inner.load_map(None).await?;
         tokio::spawn(poll(Arc::downgrade(&inner)));
         Ok(Client { inner })
     }
@@ -396,7 +401,39 @@ impl Client {
     /// re-pointed (copy the table, patch, swap); returns how many changed.
     /// Nothing changed, nothing paid.
     pub fn apply_ownership_change(&self, first_slot: u16, last_slot: u16, owner: &str) -> u16 {
-        self.inner.push(first_slot, last_slot, owner)
+        self.inner
+            .push(first_slot, last_slot, owner, Revealed::Pushed)
+    }
+
+    /// Every change of the client's map from now on, as ranges of slots
+    /// with their old and new owner and what revealed the change (a poll,
+    /// a refresh and why, a `MOVED`, a push): what `zaris watch` prints.
+    /// The map is diffed only while someone listens.
+    #[must_use]
+    pub fn ownership_changes(&self) -> OwnershipChanges {
+        self.inner.announcer.subscribe()
+    }
+
+    /// The current map as ranges of slots, each with its owner and the
+    /// owner's replicas, in slot order (unassigned slots left out).
+    #[must_use]
+    pub fn slot_ranges(&self) -> Vec<SlotRange> {
+        let snapshot = self.inner.snapshot.load();
+        snapshot
+            .table
+            .runs()
+            .filter_map(|(run, owner)| {
+                let index = usize::from(owner);
+                let master = snapshot.owners.get(index)?;
+                let replicas = snapshot.replicas.get(index).map_or(&[][..], Vec::as_slice);
+                Some(SlotRange {
+                    first: run.start,
+                    last: run.end - 1,
+                    master: master.addr.to_string(),
+                    replicas: replicas.iter().map(|n| n.addr.to_string()).collect(),
+                })
+            })
+            .collect()
     }
 
     /// The address of the node the current map says owns `key`.

@@ -132,11 +132,42 @@ impl Client {
             (Plan::Slot(_), info) if !command_has_keys(&args) => {
                 Ok(self.inner.each_master(&args, info).await)
             }
-            (Plan::Slot(_) | Plan::Split { .. }, _) => Err(Error::Unsupported {
-                command: String::from_utf8_lossy(args[0]).to_ascii_lowercase(),
-                why: "its keys have one owner: use Client::cmd",
-            }),
+            (Plan::Slot(_) | Plan::Split { .. }, _) => Err(keys_have_one_owner(&args)),
         }
+    }
+
+    /// A keyless command on one node, named by its address as the map
+    /// names it (a master or a replica: [`Client::slot_ranges`] lists
+    /// them), and that node's own answer: `CLUSTER NODES`, `ROLE`, `INFO
+    /// replication`. A dead connection is retried as any request is; the
+    /// node was named, so no redirect is followed.
+    ///
+    /// # Errors
+    /// Before sending: [`Error::Command`] as for [`Client::cmd`];
+    /// [`Error::Unsupported`] for a command with keys (use
+    /// [`Client::cmd`]) or one refused on shared connections;
+    /// [`Error::Config`] for an address that is neither a seed nor in the
+    /// map. Then the node's failure, as for [`Client::cmd`].
+    pub async fn cmd_on_node<A: AsRef<[u8]>>(
+        &self,
+        node: &str,
+        args: &[A],
+    ) -> Result<Value, Error> {
+        let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
+        let (_, info) = self.inner.plan(&args)?;
+        if command_has_keys(&args) {
+            return Err(keys_have_one_owner(&args));
+        }
+        let Some(node) = self.inner.registry.known(node) else {
+            return Err(Error::Config(format!(
+                "{node} is not a node of this cluster (neither a seed nor in the map)"
+            )));
+        };
+        let part = self.inner.part(Route::Node(node), &args, info);
+        let mut answers = self.inner.run_parts(&[part]).await;
+        answers
+            .pop()
+            .unwrap_or_else(|| unreachable!("one part, one answer"))
     }
 }
 
@@ -431,6 +462,15 @@ impl Inner {
                 (addr, answer)
             })
             .collect()
+    }
+}
+
+/// A command with keys, refused where a node is chosen for it: its keys'
+/// owner is the only node that can run it.
+fn keys_have_one_owner(args: &[&[u8]]) -> Error {
+    Error::Unsupported {
+        command: String::from_utf8_lossy(args[0]).to_ascii_lowercase(),
+        why: "its keys have one owner: use Client::cmd",
     }
 }
 

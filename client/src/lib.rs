@@ -48,6 +48,7 @@ mod config;
 mod conn;
 mod error;
 mod map;
+mod ownership;
 mod pipeline;
 mod pubsub;
 mod refresh;
@@ -67,6 +68,7 @@ pub use config::{
 };
 pub use conn::Credentials;
 pub use error::Error;
+pub use ownership::{OwnershipChanges, OwnershipEvent, Revealed};
 pub use pipeline::Pipeline;
 pub use pubsub::{Received, Subscription};
 /// The TLS library [`Builder::tls`] takes a configuration of, re-exported

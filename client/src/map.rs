@@ -158,6 +158,12 @@ impl Registry {
         node
     }
 
+    /// The node at `addr`, if the client has heard of it.
+    pub(crate) fn known(&self, addr: &str) -> Option<Arc<Node>> {
+        let nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        nodes.get(addr).cloned()
+    }
+
     /// Every known node.
     pub(crate) fn all(&self) -> Vec<Arc<Node>> {
         self.nodes

@@ -25,6 +25,7 @@ use zaris_core::{slot_for_key, Outcome};
 
 use crate::client::Inner;
 use crate::conn::{encode, encode_into, open, ConnError, Limits};
+use crate::ownership::Revealed;
 use crate::request::{classify, final_error, pack, Classified, Route};
 use crate::stats::RefreshCause;
 use crate::{Client, Error};
@@ -294,7 +295,7 @@ impl Subscriber {
                 // A refused SSUBSCRIBE (MOVED, CLUSTERDOWN): the map hint is
                 // taken, and the channels not yet confirmed there go again.
                 if let Classified::Moved { slot, addr: to } = classify(&frame, addr) {
-                    self.inner.push(slot, slot, &to);
+                    self.inner.push(slot, slot, &to, Revealed::Moved);
                 }
                 self.refresh_needed = true;
                 self.lose(|c| c.on.as_ref() == Some(addr) && !c.confirmed);

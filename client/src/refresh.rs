@@ -20,6 +20,7 @@ use crate::client::Inner;
 use crate::cluster_map::{parse_cluster_shards_over, parse_cluster_slots, SlotRange};
 use crate::conn::{encode, ConnError};
 use crate::map::{Node, Snapshot};
+use crate::ownership::Revealed;
 use crate::stats::{Counters, RefreshCause};
 use crate::value::from_frame;
 use crate::{Error, Value};
@@ -264,15 +265,17 @@ impl Inner {
     /// The push path: `first..=last` re-pointed at `addr` (copy, patch,
     /// swap); returns how many segments changed. Nothing changed, nothing
     /// paid.
-    pub(crate) fn push(&self, first: u16, last: u16, addr: &str) -> u16 {
+    pub(crate) fn push(&self, first: u16, last: u16, addr: &str, revealed: Revealed) -> u16 {
         loop {
             let current = self.snapshot.load_full();
             let Some((next, changed)) = current.with_change(first, last, addr, &self.registry)
             else {
                 return 0;
             };
-            let previous = self.snapshot.compare_and_swap(&current, Arc::new(next));
+            let next = Arc::new(next);
+            let previous = self.snapshot.compare_and_swap(&current, next.clone());
             if Arc::ptr_eq(&previous, &current) {
+                self.announcer.announce(&current, &next, revealed);
                 Counters::bump(&self.counters.pushes_applied);
                 tracing::debug!(first, last, addr, changed, "ownership change applied");
                 return changed;
@@ -295,7 +298,7 @@ impl Inner {
         };
         self.gate
             .refresh(&self.counters, cause, wait, move || async move {
-                let _ = inner.load_map().await;
+                let _ = inner.load_map(Some(cause)).await;
             })
             .await
     }
@@ -319,8 +322,9 @@ impl Inner {
     /// Asks the known nodes for the map, [`VOTERS`] at a time (the current
     /// owners first, then every other node heard of, then the seeds; nodes
     /// caught in a redirect loop last) until some answer, and publishes
-    /// the map [`choose_map`] picks from their answers.
-    pub(crate) async fn load_map(&self) -> Result<(), Error> {
+    /// the map [`choose_map`] picks from their answers. `cause` is why
+    /// (`None`: the first map, at connect).
+    pub(crate) async fn load_map(&self, cause: Option<RefreshCause>) -> Result<(), Error> {
         let span = tracing::info_span!("zaris.refresh");
         async {
             let mut candidates = self.snapshot.load().active_owners();
@@ -369,8 +373,12 @@ impl Inner {
                     );
                 }
                 let slots = slots_covered(ranges);
-                self.snapshot
-                    .store(Arc::new(Snapshot::from_ranges(ranges, &self.registry)));
+                let next = Arc::new(Snapshot::from_ranges(ranges, &self.registry));
+                let previous = self.snapshot.swap(next.clone());
+                if let Some(cause) = cause {
+                    self.announcer
+                        .announce(&previous, &next, Revealed::Refresh(cause));
+                }
                 self.redirects.clear_suspects();
                 tracing::info!(from = %from, ranges = ranges.len(), slots, agree, "map refreshed");
                 return Ok(());

@@ -26,6 +26,7 @@ use crate::cluster_map::{address, host_of};
 use crate::config::ReadFrom;
 use crate::conn::{encode, ConnError};
 use crate::map::Node;
+use crate::ownership::Revealed;
 use crate::refresh::Refreshed;
 use crate::stats::{Counters, RefreshCause};
 use crate::Error;
@@ -681,7 +682,7 @@ impl Inner {
             Counters::bump(&self.counters.redirect_loops);
             tracing::warn!(slot, from, to, "MOVED loop");
         } else {
-            self.push(slot, slot, to);
+            self.push(slot, slot, to, Revealed::Moved);
         }
         Failure {
             outcome: Outcome::Status(KvStatus::Moved),
