@@ -8,15 +8,20 @@ use std::time::Duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType,
+};
 use zaris_core::{
     parse_error_reply as parse_reply, Decision, ErrorReply as CoreErrorReply, Outcome,
     RetryLoop as CoreRetryLoop, RetryPolicy, StopReason, SLOT_COUNT,
 };
 
-/// A key's bytes: `bytes` and `str` (UTF-8, strict: a lone surrogate is a
-/// `UnicodeEncodeError`, as redis-py's encoder raises) without copying;
-/// `bytearray`, `int` and `float` as redis-py encodes them.
+/// A key's bytes, encoded as redis-py's `Encoder.encode` encodes it:
+/// `bytes` as they are and `str` as UTF-8 (strict: a lone surrogate is a
+/// `UnicodeEncodeError`, as redis-py's encoder raises), both without a
+/// copy; `bytearray` and `memoryview` as their bytes; `int` and `float` as
+/// their `repr`. Anything else (`bool`, `None`, a list, ...) is redis-py's
+/// `DataError`, with its message.
 fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(bytes) = key.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(bytes.as_bytes()));
@@ -27,22 +32,59 @@ fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(array) = key.cast::<PyByteArray>() {
         return Ok(Cow::Owned(array.to_vec()));
     }
-    if key.is_instance_of::<PyInt>() && !key.is_instance_of::<pyo3::types::PyBool>() {
-        return Ok(Cow::Owned(key.str()?.to_str()?.as_bytes().to_vec()));
+    if key.is_instance_of::<PyMemoryView>() {
+        // Its bytes as `bytes` (the buffer protocol is not in the limited
+        // API before 3.11).
+        let bytes = key.call_method0("tobytes")?;
+        return Ok(Cow::Owned(bytes.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
-    if key.is_instance_of::<PyFloat>() {
+    if (key.is_instance_of::<PyInt>() && !key.is_instance_of::<PyBool>())
+        || key.is_instance_of::<PyFloat>()
+    {
         return Ok(Cow::Owned(key.repr()?.to_str()?.as_bytes().to_vec()));
     }
-    Err(PyTypeError::new_err(format!(
-        "a key is bytes, str, bytearray, int or float, not {}",
-        key.get_type().name()?
-    )))
+    Err(data_error(key))
+}
+
+/// `zaris.DataError` (a subclass of redis-py's `DataError` where redis-py
+/// is installed, and of `TypeError`) with the message redis-py's encoder
+/// gives a key it cannot encode.
+fn data_error(key: &Bound<'_, PyAny>) -> PyErr {
+    let py = key.py();
+    let message = match key.get_type().name() {
+        Ok(name) => format!(
+            "Invalid input of type: '{name}'. Convert to a bytes, string, int or float first."
+        ),
+        Err(e) => return e,
+    };
+    let class = py.import("zaris").and_then(|m| m.getattr("DataError"));
+    match class.map(|class| class.cast_into::<PyType>()) {
+        Ok(Ok(class)) => PyErr::from_type(class, message),
+        _ => PyTypeError::new_err(message),
+    }
 }
 
 /// The slot of `key` (`CLUSTER KEYSLOT`): of its hash tag, if it has one.
+/// redis-py's `key_slot(key, bucket=16384)`: with another `bucket`, the
+/// CRC modulo it, as Python's `%` computes it (so `0` raises
+/// `ZeroDivisionError`, as redis-py does).
 #[pyfunction]
-fn key_slot(key: &Bound<'_, PyAny>) -> PyResult<u16> {
-    Ok(zaris_core::slot_for_key(&key_bytes(key)?))
+#[pyo3(signature = (key, bucket = None))]
+fn key_slot<'py>(
+    key: &Bound<'py, PyAny>,
+    bucket: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = key.py();
+    let bytes = key_bytes(key)?;
+    match bucket {
+        Some(bucket) if bucket.extract::<u32>().ok() != Some(u32::from(SLOT_COUNT)) => {
+            let crc = zaris_core::crc16(zaris_core::hash_tag(&bytes));
+            crc.into_pyobject(py)?.rem(bucket)
+        }
+        _ => Ok(zaris_core::slot_for_key(&bytes)
+            .into_pyobject(py)?
+            .into_any()),
+    }
 }
 
 /// Every slot as a Python int, made once: a batch's list then holds

@@ -114,6 +114,7 @@ def test_empty_tags_and_edges(server):
     assert zaris.key_slot("{user1000}.following") == 3443
     assert zaris.hash_tag("{user1000}.following") == b"user1000"
     assert zaris.hash_tag("foo{}{bar}") == b"foo{}{bar}", "an empty tag hashes the whole key"
+    assert zaris.key_slot(memoryview(b"{user1000}")) == 3443
     assert zaris.key_slot(bytearray(b"{user1000}")) == 3443
 
 
@@ -127,6 +128,46 @@ def test_lone_surrogates_are_refused_as_redis_py_refuses_them():
             zaris.key_slots(["ok", key])
     # A pair is one character, as redis-py encodes it.
     assert zaris.key_slot("\U0001F600") == redis_py_key_slot("\U0001F600".encode())
+
+
+def test_keys_are_encoded_and_refused_as_redis_py_encodes_and_refuses_them():
+    class Number(int):
+        def __repr__(self):
+            return "number"
+
+    for key in [b"k", "k\u00e9", bytearray(b"{a}b"), memoryview(b"{a}b"), 0, -17, 2**70, 1.5, -0.0, 1e300, float("inf"), Number(5)]:
+        assert zaris.key_slot(key) == redis_py_key_slot(bytes(ENCODER.encode(key))), repr(key)
+    for bad in [None, True, False, object(), [b"a"], {"a": 1}, 1j]:
+        with pytest.raises(redis.exceptions.DataError) as theirs:
+            ENCODER.encode(bad)
+        with pytest.raises(redis.exceptions.DataError) as ours:
+            zaris.key_slot(bad)
+        assert isinstance(ours.value, zaris.DataError) and isinstance(ours.value, TypeError)
+        assert str(ours.value) == str(theirs.value), repr(bad)
+        with pytest.raises(zaris.DataError):
+            zaris.key_slots(["ok", bad])
+
+
+def test_key_slot_takes_redis_py_bucket():
+    from binascii import crc_hqx
+
+    # redis-py's own cases (tests/test_cluster.py), with zaris in its place.
+    assert zaris.key_slot(b"foo", 100) == crc_hqx(b"foo", 0) % 100
+    assert 0 <= zaris.key_slot(b"123456789", 100) < 100
+    assert zaris.key_slot(b"{{bar}}zap") == zaris.key_slot(b"{bar")
+    for key in (b"{}foo", b"foo{}", b"foo{}{bar}", b"{foo"):
+        assert zaris.key_slot(key) == crc_hqx(key, 0) % zaris.SLOT_COUNT
+    for key in random_keys(500):
+        encoded = bytes(ENCODER.encode(key))
+        for bucket in (1, 7, 100, 16384, 65536, 1 << 40, -5):
+            assert zaris.key_slot(key, bucket) == redis_py_key_slot(encoded, bucket), (key, bucket)
+            assert zaris.key_slot(key, bucket=bucket) == redis_py_key_slot(encoded, bucket=bucket)
+    with pytest.raises(ZeroDivisionError):
+        zaris.key_slot(b"a", 0)
+    with pytest.raises(ZeroDivisionError):
+        redis_py_key_slot(b"a", 0)
+    with pytest.raises(TypeError):
+        zaris.key_slot(b"a", "16384")
 
 
 def test_bad_input_is_a_typed_error():

@@ -1,11 +1,25 @@
 """Redis Cluster key slots, error replies and the retry machine, from
 Zaris's ``no_std`` Rust core.
 
-``key_slot`` is exactly ``CLUSTER KEYSLOT`` for any key: ``bytes`` as they
-are, ``str`` as UTF-8 (a lone surrogate raises ``UnicodeEncodeError``, as
-redis-py's encoder does), ``int`` and ``float`` as redis-py encodes them.
-``key_slots`` does a list in one call.
+``key_slot`` is exactly ``CLUSTER KEYSLOT`` for any key, and a drop-in for
+redis-py's ``redis.crc.key_slot(key, bucket=16384)``. Keys are encoded as
+redis-py's encoder encodes them: ``bytes``, ``bytearray`` and ``memoryview`` as they are,
+``str`` as UTF-8 (a lone surrogate raises ``UnicodeEncodeError``), ``int``
+and ``float`` as their ``repr``; any other type (``bool``, ``bytearray``,
+``None``, a list...) raises ``DataError``. ``key_slots`` does a list in one call.
 """
+
+try:
+    from redis.exceptions import DataError as _RedisDataError
+except ImportError:  # redis-py is not installed: nothing to be caught as
+    _RedisDataError = ValueError
+
+
+class DataError(_RedisDataError, TypeError):
+    """A key of a type redis-py cannot send. It is redis-py's ``DataError``
+    (``redis.exceptions.DataError``, where redis-py is installed), so code
+    that catches that catches this, and a ``TypeError``."""
+
 
 from zaris._zaris import (
     SLOT_COUNT,
@@ -22,6 +36,7 @@ from zaris._zaris import (
 
 __all__ = [
     "SLOT_COUNT",
+    "DataError",
     "Decision",
     "ErrorReply",
     "RetryLoop",

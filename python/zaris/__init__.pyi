@@ -2,15 +2,19 @@
 
 from typing import Iterable, Literal, Optional, Union
 
-Key = Union[bytes, bytearray, str, int, float]
+Key = Union[bytes, bytearray, memoryview, str, int, float]
 
 SLOT_COUNT: int
 
-def key_slot(key: Key) -> int:
+class DataError(ValueError, TypeError):
+    """A key of a type redis-py cannot send (redis-py's ``DataError`` where it is installed)."""
+
+def key_slot(key: Key, bucket: int = 16384) -> int:
     """The slot of ``key`` (``CLUSTER KEYSLOT``): of its hash tag, if it has one.
 
+    redis-py's ``key_slot``: with another ``bucket``, the CRC modulo it.
     Raises ``UnicodeEncodeError`` for a ``str`` with a lone surrogate and
-    ``TypeError`` for another type.
+    ``DataError`` for a type redis-py's encoder refuses.
     """
 
 def key_slots(keys: Iterable[Key]) -> list[int]:
