@@ -176,10 +176,18 @@ test('a drop-in for cluster-key-slot, exact where it is not', async () => {
 });
 
 test('bad keys are typed errors', () => {
-  for (const bad of [null, undefined, 42, {}, true]) {
+  for (const bad of [null, undefined, {}, Symbol('k')]) {
     assert.throws(() => zaris.generate(bad), TypeError);
   }
   assert.throws(() => zaris.generateBatch(['ok', null]), TypeError);
+  // Numbers, bigints and booleans are the text ioredis sends for them.
+  assert.equal(zaris.generate(42), zaris.generate('42'));
+  assert.equal(zaris.generate(1.5), zaris.generate('1.5'));
+  assert.equal(zaris.generate(true), zaris.generate('true'));
+  assert.deepEqual([...zaris.generateBatch([42, 'a', 7n])], [zaris.generate('42'), zaris.generate('a'), zaris.generate('7')]);
+  // The main export is generate itself.
+  assert.equal(zaris('{user1000}.following'), 3443);
+  assert.equal(zaris.generate, zaris);
 });
 
 test('the tarball installs in a fresh directory and works with require and import', () => {

@@ -31,7 +31,16 @@ function view() {
 view();
 
 function notAKey(key) {
-  return new TypeError(`a key is a string, a Buffer or a Uint8Array (or an array of bytes), not ${key === null ? 'null' : typeof key}`);
+  return new TypeError(`a key is a string, a number, a Buffer or a Uint8Array (or an array of bytes), not ${key === null ? 'null' : typeof key}`);
+}
+
+/**
+ * A number, bigint or boolean key as the text ioredis sends for it
+ * (`String(key)`: 123465 is the key "123465"); anything else as it is.
+ */
+function asKey(key) {
+  const type = typeof key;
+  return type === 'number' || type === 'bigint' || type === 'boolean' ? String(key) : key;
 }
 
 /**
@@ -41,6 +50,7 @@ function notAKey(key) {
  * `encodeInto`.
  */
 function put(key, at) {
+  key = asKey(key);
   if (typeof key === 'string') {
     const n = key.length;
     if (n <= 16 && at + n <= BYTES) {
@@ -69,13 +79,15 @@ function put(key, at) {
 
 /** A key too large for the scratch, through the glue. */
 function slowSlot(key) {
+  key = asKey(key);
   return wasm.slotForBytes(typeof key === 'string' ? Buffer.from(key, 'utf8') : Uint8Array.from(key));
 }
 
 /**
  * The slot of `key` (CLUSTER KEYSLOT): a string (hashed as its UTF-8
- * bytes, a lone surrogate as U+FFFD, as Buffer.from sends it), a Buffer,
- * a Uint8Array or an array of byte values.
+ * bytes, a lone surrogate as U+FFFD, as Buffer.from sends it), a number,
+ * bigint or boolean (as the decimal text ioredis sends), a Buffer, a
+ * Uint8Array or an array of byte values.
  */
 function generate(key) {
   if (bytes.length === 0) view();
@@ -151,8 +163,9 @@ function generateBatch(keys) {
 }
 
 /**
- * The slot all `keys` share, or -1 when they do not share one (or there
- * are none).
+ * The slot all `keys` share, or -1 when they do not share one. No keys
+ * share no slot: -1 (cluster-key-slot throws a TypeError there, reading
+ * the length of a first key that is not there).
  */
 function generateMulti(keys) {
   if (keys.length === 0) return -1;
@@ -163,4 +176,8 @@ function generateMulti(keys) {
   return base;
 }
 
-module.exports = Object.assign({}, wasm, { generate, generateMulti, generateBatch });
+// The main export is `generate` itself, carrying everything else, as
+// cluster-key-slot's is: `require('cluster-key-slot')(key)` and
+// `.generateMulti(keys)` work unchanged with zaris in its place (npm
+// `overrides`), which is how ioredis calls it.
+module.exports = Object.assign(generate, wasm, { generate, generateMulti, generateBatch });

@@ -1,7 +1,11 @@
 // zaris: Redis Cluster key slots from Zaris's Rust core.
 
-/** A key: a string (hashed as UTF-8, a lone surrogate as U+FFFD), a Buffer, a Uint8Array or byte values. */
-export type Key = string | Uint8Array | ArrayLike<number>;
+/**
+ * A key: a string (hashed as UTF-8, a lone surrogate as U+FFFD), a number,
+ * bigint or boolean (hashed as the text ioredis sends, `String(key)`), a
+ * Buffer, a Uint8Array or byte values.
+ */
+export type Key = string | number | bigint | boolean | Uint8Array | ArrayLike<number>;
 
 /** The slot of `key`: exactly CLUSTER KEYSLOT. */
 export function generate(key: Key): number;
@@ -12,7 +16,8 @@ export function generateBatch(keys: ArrayLike<Key>): Uint16Array;
 
 export * from './node/zaris_wasm';
 
-declare const zaris: typeof import('./node/zaris_wasm') & {
+/** The main export: `generate` itself, carrying every other export (as cluster-key-slot's is). */
+declare const zaris: typeof generate & typeof import('./node/zaris_wasm') & {
   generate: typeof generate;
   generateMulti: typeof generateMulti;
   generateBatch: typeof generateBatch;
