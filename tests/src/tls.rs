@@ -75,7 +75,9 @@ impl Pki {
         Ok(Arc::new(Self { dir }))
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    /// Where one of the files is (`ca.pem`, `client.pem`, `client.key`, ...).
+    #[must_use]
+    pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
