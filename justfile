@@ -9,6 +9,8 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
 fuzz_targets := "error_reply slot slot_utf16 cluster_nodes"
+# The crates published to crates.io, packaged together (they depend on each other).
+published_crates := "-p zaris-core -p zaris-client -p zaris-cli -p zaris-ffi -p zaris-wasm"
 
 # List the recipes.
 default:
@@ -29,6 +31,7 @@ test: lint
     just test-baremetal
     just test-python
     just test-web
+    just package
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
@@ -73,6 +76,8 @@ lint:
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
     cargo fmt --manifest-path baremetal/Cargo.toml -- --check
     cd baremetal && cargo clippy --release -- -D warnings
+    @echo "==> rustdoc, warnings denied"
+    RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
 
 # The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
 # (`just bench --quick`: criterion's quick mode, charted but not recorded).
@@ -116,6 +121,14 @@ cluster-up SERVER="redis-server":
     echo $! > target/zaris-cluster/pid
     for _ in $(seq 600); do [ -s target/zaris-cluster/seeds ] && break; kill -0 "$(cat target/zaris-cluster/pid)" || { cat target/zaris-cluster/log; exit 1; }; sleep 0.1; done
     echo "cluster up: $(cat target/zaris-cluster/seeds)   (just cluster-down stops it)"
+    seed=$(cut -d' ' -f1 target/zaris-cluster/seeds)
+    echo "try it:"
+    echo "  cargo run -p zaris-client --example quickstart -- $seed"
+    echo "  cargo run -p zaris-client --example pubsub -- $seed 20"
+    echo "  cargo run -p zaris-client --example churn -- $seed 60    # then fail a master over: redis-cli -p PORT cluster failover (PORT: a replica's)"
+    echo "  cargo run -p zaris-client --example tls -- SEED ca.pem   # against a TLS cluster"
+    echo "  cargo run -p zaris-cli -- map $seed"
+    echo "  cargo run -p zaris-cli -- watch $seed"
 
 # Stops the cluster `just cluster-up` started.
 cluster-down:
@@ -132,20 +145,55 @@ command-table:
     cargo run -q -p zaris-tests --bin zaris-command-table
     cargo fmt -p zaris-core
 
+# The crates as crates.io would take them (`cargo package`, each one built
+# from its own tarball), and the npm package as `npm publish` would send it.
+package: npm-pack
+    @echo "==> cargo package: zaris-core, zaris-client, zaris-cli, zaris-ffi, zaris-wasm"
+    cargo package -q --allow-dirty {{published_crates}}
+    @echo "==> npm publish --dry-run: only what a user needs"
+    node tools/npm-dry-run.mjs
+
 # Regenerate the C header ffi/include/zaris.h from the zaris-ffi crate (cbindgen).
 ffi-header:
     ZARIS_BLESS=1 cargo test -q -p zaris-ffi --test header
 
-# The Python package built from python/ (pip install ./python) into
-# target/python-venv, checked with pytest against a real redis-server and redis-py.
-test-python: python-venv
-    @echo "==> the Python package: pip install ./python, then pytest"
-    target/python-venv/bin/pip install -q ./python
-    target/python-venv/bin/python -m pytest -q python/tests
+# The Python package as a user installs it: the wheel (`just wheel`) in a
+# fresh venv whose PATH has no cargo and no rustc, its tests run there
+# against a real redis-server and redis-py; and the sdist built from source
+# (with cargo) in another, as pip does where no wheel fits.
+test-python: wheel
+    #!/usr/bin/env bash
+    set -euo pipefail
+    echo "==> the Python wheel in a fresh venv, with no cargo or rustc on PATH"
+    venv=target/python-wheel-venv
+    rm -rf "$venv" target/python-path
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q pytest redis
+    "$venv/bin/pip" install -q --no-index --only-binary=:all: target/wheels/zaris-*.whl
+    # PATH: the venv and the server the tests start, nothing of Rust's.
+    mkdir -p target/python-path
+    ln -s "$(command -v redis-server)" target/python-path/redis-server
+    path="$PWD/$venv/bin:$PWD/target/python-path"
+    PATH="$path" "$venv/bin/python" -c 'import shutil, sys; found = [t for t in ("cargo", "rustc") if shutil.which(t)]; sys.exit(f"on PATH: {found}" if found else 0)'
+    PATH="$path" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+    echo "==> the Python sdist, built from source by pip (cargo on PATH)"
+    "$venv/bin/pip" install -q --force-reinstall --no-deps --no-binary=zaris target/wheels/zaris-*.tar.gz
+    "$venv/bin/python" -c 'import zaris; assert zaris.key_slot("{user1000}.following") == 3443; print("sdist: built, key_slot ok on", zaris.crc_engine())'
+
+# The Python package's abi3 wheel (tagged for the manylinux level its glibc
+# symbols allow, as maturin checks them) and its sdist, in target/wheels.
+wheel: python-venv
+    #!/usr/bin/env bash
+    set -euo pipefail
+    target/python-venv/bin/pip install -q 'maturin>=1.7,<2'
+    rm -rf target/wheels
+    (cd python && ../target/python-venv/bin/maturin build -q --release --out ../target/wheels)
+    (cd python && ../target/python-venv/bin/maturin sdist --out ../target/wheels)
+    ls target/wheels
 
 # zaris against redis-py's key_slot, per key and for a batch of 100,000 (not a test).
-bench-python: python-venv
-    target/python-venv/bin/pip install -q ./python
+bench-python: wheel
+    target/python-venv/bin/pip install -q --force-reinstall target/wheels/zaris-*.whl
     target/python-venv/bin/python -P python/bench.py
 
 python-venv:

@@ -4,9 +4,9 @@
 //! The criterion benches (`benches/routing.rs`) time the core against the
 //! peers a user would pick instead; `benches/allocs.rs` counts allocations
 //! per operation. This library turns a run into a [`Record`] of medians,
-//! keeps the [history](history) of records committed in the repo, compares
+//! keeps the [history] of records committed in the repo, compares
 //! the latest record with the one before ([`compare`]), checks the project's
-//! speed [bars](bars), and renders the dashboard ([`charts`], [`page`]).
+//! speed [bars], and renders the dashboard ([`charts`], [`page`]).
 //!
 //! `just bench` does all of it; `just bench-compare` prints the comparison.
 

@@ -9,7 +9,7 @@ use crate::engine;
 use crate::placement::SLOT_MASK;
 
 /// The hash slot of a UTF-16 string (JS, JVM, .NET), without converting it
-/// first: always equal to [`slot_for_key`] of its UTF-8 encoding, with lone
+/// first: always equal to [`slot_for_key`](crate::slot_for_key) of its UTF-8 encoding, with lone
 /// surrogates encoded as U+FFFD (what `String::from_utf16_lossy` does).
 ///
 /// All-ASCII runs are hashed unit-as-byte; other characters are encoded to
@@ -29,7 +29,7 @@ pub fn slot_for_utf16(units: &[u16]) -> u16 {
     crc16_utf16(hashed) & SLOT_MASK
 }
 
-/// [`hash_tag_span`] for UTF-16 input, in code-unit offsets. `{` and `}` are
+/// [`hash_tag_span`](crate::hash_tag_span) for UTF-16 input, in code-unit offsets. `{` and `}` are
 /// ASCII and never occur inside a UTF-8 multi-byte sequence, so the tag found
 /// here is the UTF-16 image of the tag in the UTF-8 encoding.
 #[must_use]

@@ -20,6 +20,17 @@
 //! zaris_decision next;
 //! zaris_retry_loop_record(&loop, reply.outcome, 60000, &next); // RETRY after 100 ms, refresh the map
 //! ```
+//!
+//! The same calls from Rust (the crate is also an `rlib`, so a Rust host
+//! that links C code can share one copy):
+//!
+//! ```
+//! let key = b"{user1000}.following";
+//! assert_eq!(zaris_ffi::zaris_slot_for_key(key.as_ptr(), key.len()), 3443);
+//! let mut segment = 0;
+//! assert_eq!(zaris_ffi::zaris_segment_for_slot(3443, 4, &mut segment), zaris_ffi::ZARIS_OK);
+//! assert_eq!(segment, 0);
+//! ```
 
 // `#[no_mangle]` and raw pointers are what a C ABI is; every dereference
 // happens in `raw`, each justified there.

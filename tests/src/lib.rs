@@ -1,6 +1,6 @@
 //! Real servers for Zaris's integration tests.
 //!
-//! [`RedisNode::start`] runs a `redis-server` (or `valkey-server`) on a free
+//! [`RedisNode::start_cluster_node`] runs a `redis-server` (or `valkey-server`) on a free
 //! 127.0.0.1 port in a temporary directory and kills it when dropped, or
 //! when the thread that started it dies (`PR_SET_PDEATHSIG`), so no test
 //! leaves a server behind. [`RespConn`] is a small blocking RESP2 connection

@@ -259,7 +259,8 @@ impl ClusterMap {
     /// serde_json, since the host's message says what but not where.
     ///
     /// # Errors
-    /// Bad JSON, or as [`ClusterMap::from_json_value`].
+    /// Bad JSON; a missing or mistyped field (named by its path), an
+    /// unknown node, a bad range, a slot twice.
     #[wasm_bindgen(js_name = fromJson)]
     pub fn from_json(text: &str) -> Result<ClusterMap, JsError> {
         let value = json_parse(text).map_err(|e| {

@@ -10,6 +10,22 @@
 //! conversion; a batch comes in as the UTF-8 bytes of newline-separated keys
 //! (`TextEncoder`, native), which cross into linear memory as one copy, so
 //! the per-key cost is the hash, not the boundary.
+//!
+//! The bindings are plain Rust functions too, so they are tested natively:
+//!
+//! ```
+//! let units: Vec<u16> = "{user1000}.following".encode_utf16().collect();
+//! assert_eq!(zaris_wasm::slot_for_utf16(&units), 3443);
+//! assert_eq!(zaris_wasm::slot_for_bytes(b"user1000"), 3443);
+//! ```
+//!
+//! From JS (`wasm-pack build --target web`, or the npm package `zaris`):
+//!
+//! ```js
+//! import init, * as zaris from 'zaris/web';
+//! await init();
+//! zaris.slotForUtf16(Uint16Array.from('{user1000}.following', (c) => c.charCodeAt(0))); // 3443
+//! ```
 
 use wasm_bindgen::prelude::*;
 use zaris_core::slot_for_key;

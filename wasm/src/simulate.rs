@@ -32,11 +32,13 @@ pub fn simulate(script: &str, policy: RetryPolicy, rtt: Duration) -> Result<Vec<
     Ok(replay(&outcomes, policy, rtt).collect())
 }
 
-/// [`simulate`] for JS: the timeline as a JSON array. `timeout_ms` of
-/// `undefined` (or 0) means no deadline.
+/// The retry machine's decisions for a status script (`Moved, Migrating,
+/// Ok`) under a policy, for JS: the timeline as a JSON array. `timeout_ms`
+/// of `undefined` (or 0) means no deadline.
 ///
 /// # Errors
-/// As [`simulate`].
+/// A script that does not parse or is empty, or more attempts than can be
+/// simulated.
 #[wasm_bindgen(js_name = simulateRetries)]
 pub fn simulate_retries(
     script: &str,
