@@ -9,6 +9,8 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
 fuzz_targets := "error_reply slot slot_utf16 cluster_nodes"
+# The oldest Rust the published crates declare (`rust-version`), from the manifest.
+msrv := `sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml`
 # The crates published to crates.io, packaged together (they depend on each other).
 published_crates := "-p zaris-core -p zaris-client -p zaris-cli -p zaris-ffi -p zaris-wasm"
 
@@ -32,6 +34,7 @@ test: lint
     just test-python
     just test-web
     just package
+    just msrv
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
@@ -152,6 +155,14 @@ package: npm-pack
     cargo package -q --allow-dirty {{published_crates}}
     @echo "==> npm publish --dry-run: only what a user needs"
     node tools/npm-dry-run.mjs
+
+# The published crates on the Rust they declare (`rust-version`), installed
+# by rustup if missing: a check, in a target directory of its own.
+msrv:
+    @echo "==> the published crates on Rust {{msrv}} (rust-version)"
+    rustup toolchain list | grep -q '^{{msrv}}-' || rustup toolchain install {{msrv}} --profile minimal
+    CARGO_TARGET_DIR=target/msrv cargo +{{msrv}} check -q {{published_crates}}
+    CARGO_TARGET_DIR=target/msrv cargo +{{msrv}} check -q -p zaris-core --no-default-features
 
 # Regenerate the C header ffi/include/zaris.h from the zaris-ffi crate (cbindgen).
 ffi-header:
