@@ -21,6 +21,20 @@ pub struct SlotRange {
     pub replicas: Vec<String>,
 }
 
+/// A map of `(first, last, master)` ranges with no replicas, for tests.
+#[cfg(test)]
+pub(crate) fn ranges_of(owners: &[(u16, u16, &str)]) -> Vec<SlotRange> {
+    owners
+        .iter()
+        .map(|&(first, last, master)| SlotRange {
+            first,
+            last,
+            master: master.into(),
+            replicas: vec![],
+        })
+        .collect()
+}
+
 /// Why a cluster map reply could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unreadable cluster map: {0}")]

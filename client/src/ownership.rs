@@ -162,20 +162,11 @@ impl OwnershipChanges {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_map::SlotRange;
+    use crate::cluster_map::ranges_of;
     use crate::map::Registry;
 
     fn snapshot(ranges: &[(u16, u16, &str)], registry: &Registry) -> Snapshot {
-        let ranges: Vec<SlotRange> = ranges
-            .iter()
-            .map(|&(first, last, master)| SlotRange {
-                first,
-                last,
-                master: master.into(),
-                replicas: vec![],
-            })
-            .collect();
-        Snapshot::from_ranges(&ranges, registry)
+        Snapshot::from_ranges(&ranges_of(ranges), registry)
     }
 
     #[tokio::test]

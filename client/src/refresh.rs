@@ -600,17 +600,7 @@ mod tests {
         assert_eq!(counters.snapshot().refreshes_coalesced, 1);
     }
 
-    fn map(owners: &[(u16, u16, &str)]) -> Vec<SlotRange> {
-        owners
-            .iter()
-            .map(|&(first, last, master)| SlotRange {
-                first,
-                last,
-                master: master.into(),
-                replicas: vec![],
-            })
-            .collect()
-    }
+    use crate::cluster_map::ranges_of as map;
 
     #[test]
     fn the_most_complete_map_most_nodes_agree_on_wins() {
