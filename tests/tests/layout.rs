@@ -8,7 +8,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 /// Every file below `dir` with one of `extensions`, leaving out build
@@ -51,7 +54,11 @@ fn zaris_dependencies(manifest: &str) -> BTreeSet<String> {
         }
         let runtime = table == "dependencies" || table.ends_with(".dependencies");
         if runtime && !table.contains("dev-dependencies") {
-            if let Some(name) = line.split(['=', ' ']).next().filter(|n| n.starts_with("zaris")) {
+            if let Some(name) = line
+                .split(['=', ' '])
+                .next()
+                .filter(|n| n.starts_with("zaris"))
+            {
                 found.insert(name.to_owned());
             }
         }
@@ -94,11 +101,17 @@ fn crates_depend_downward() {
                 "{dir} depends on {dep}: crates depend downward (ARCHITECTURE.md)"
             );
         }
-        assert!(!uses.contains("zaris-tests"), "{dir}: the test harness is a dev-dependency only");
+        assert!(
+            !uses.contains("zaris-tests"),
+            "{dir}: the test harness is a dev-dependency only"
+        );
     }
     // The check reads what it should: the client's one Zaris dependency.
     let client = fs::read_to_string(root().join("client/Cargo.toml")).unwrap();
-    assert_eq!(zaris_dependencies(&client), BTreeSet::from(["zaris-core".to_owned()]));
+    assert_eq!(
+        zaris_dependencies(&client),
+        BTreeSet::from(["zaris-core".to_owned()])
+    );
 }
 
 #[test]
@@ -107,19 +120,29 @@ fn placement_lives_in_the_core() {
     // reflected): a second placement implementation would carry it.
     let needles = ["0x1021", "0x8408"];
     let mut found = Vec::new();
-    let sources = files(&root(), &["rs", "js", "mjs", "cjs", "ts", "py", "c", "h", "cpp", "html"]);
+    let sources = files(
+        &root(),
+        &[
+            "rs", "js", "mjs", "cjs", "ts", "py", "c", "h", "cpp", "html",
+        ],
+    );
     assert!(sources.len() > 50, "{}", sources.len());
     for file in sources {
         let path = relative(&file);
         if path.starts_with("core/") || path == "tests/tests/layout.rs" {
             continue;
         }
-        let text = fs::read_to_string(&file).unwrap_or_default().to_ascii_lowercase();
+        let text = fs::read_to_string(&file)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         if needles.iter().any(|n| text.contains(n)) {
             found.push(path);
         }
     }
-    assert!(found.is_empty(), "a CRC-16 outside the core: {found:?}; call zaris-core instead");
+    assert!(
+        found.is_empty(),
+        "a CRC-16 outside the core: {found:?}; call zaris-core instead"
+    );
 }
 
 #[test]
@@ -139,7 +162,9 @@ fn unsafe_stays_where_it_is_allowed() {
         let path = relative(&file);
         let text = fs::read_to_string(&file).unwrap();
         let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
-        let uses = code.into_iter().any(|l| forms.iter().any(|f| l.contains(f.as_str())));
+        let uses = code
+            .into_iter()
+            .any(|l| forms.iter().any(|f| l.contains(f.as_str())));
         if !uses {
             continue;
         }
@@ -160,8 +185,16 @@ fn the_core_is_no_std_without_alloc() {
     for file in files(&src, &["rs"]) {
         let path = relative(&file);
         let text = fs::read_to_string(&file).unwrap();
-        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
-        for banned in ["extern crate alloc", "alloc::", "Instant::now", "SystemTime"] {
+        let code: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        for banned in [
+            "extern crate alloc",
+            "alloc::",
+            "Instant::now",
+            "SystemTime",
+        ] {
             assert!(
                 !code.iter().any(|l| l.contains(banned)),
                 "{path} names {banned}: the core never allocates and never reads a clock"
@@ -181,8 +214,14 @@ fn the_architecture_guide_names_every_check() {
         .filter_map(|rest| rest.split('(').next())
         .collect();
     assert_eq!(tests.len(), 5, "{tests:?}");
-    for test in tests.iter().filter(|t| **t != "the_architecture_guide_names_every_check") {
-        assert!(guide.contains(&format!("`{test}`")), "ARCHITECTURE.md does not name the check {test}");
+    for test in tests
+        .iter()
+        .filter(|t| **t != "the_architecture_guide_names_every_check")
+    {
+        assert!(
+            guide.contains(&format!("`{test}`")),
+            "ARCHITECTURE.md does not name the check {test}"
+        );
     }
     // And every check the guide names exists.
     let marks = guide.split("(checked: ").skip(1).collect::<Vec<_>>();
@@ -191,7 +230,10 @@ fn the_architecture_guide_names_every_check() {
         let named = named.split(')').next().unwrap();
         for name in named.split('`').skip(1).step_by(2) {
             let file = name.ends_with(".rs") && root().join(name).exists();
-            assert!(tests.contains(&name) || file, "ARCHITECTURE.md names {name:?}, which is no check");
+            assert!(
+                tests.contains(&name) || file,
+                "ARCHITECTURE.md names {name:?}, which is no check"
+            );
         }
     }
 }
