@@ -468,8 +468,8 @@ async fn drive(
         if batch > 0 {
             last_batch = batch;
         }
-        if !open && conn.pending.is_empty() && conn.out.is_empty() {
-            break None; // every handle dropped and nothing owed
+        if !open && conn.nobody_waits(&addr) {
+            break None; // every handle dropped: no reply can reach anyone
         }
         if let Err(e) = conn.write_some(&stream) {
             break Some(e);
@@ -519,7 +519,7 @@ async fn drive_stream<S>(
                 Err(mpsc::error::TryRecvError::Disconnected) => open = false,
             }
         }
-        if !open && conn.pending.is_empty() && conn.out.is_empty() && !conn.unflushed {
+        if !open && conn.nobody_waits(&addr) {
             break None;
         }
         let step =
@@ -701,10 +701,38 @@ impl Driver {
             frames.push(frame);
             if frames.len() >= slot.replies {
                 let slot = pending.pop_front().expect("a front slot");
-                let _ = slot.done.send(Ok(std::mem::take(frames)));
+                if slot.done.send(Ok(std::mem::take(frames))).is_err() {
+                    // Its caller gave up (a time-out, a dropped future):
+                    // whatever the reply carried goes to no one, so say so.
+                    tracing::warn!(
+                        addr,
+                        "a reply came for a request whose caller gave up; dropped"
+                    );
+                }
             }
             Ok(())
         })
+    }
+
+    /// With every handle to the connection dropped (so no caller can be
+    /// waiting on it): whether to close now. It is, even with replies
+    /// still owed: no one can receive them, and a server holding a blocked
+    /// command for this connection (`BLPOP`) would hand its next item to
+    /// no one. Closing makes the server unblock it instead. A reply still
+    /// wanted (never, once every handle is gone) keeps it open.
+    fn nobody_waits(&self, addr: &str) -> bool {
+        if self.pending.iter().any(|slot| !slot.done.is_closed()) {
+            return false;
+        }
+        if !self.pending.is_empty() {
+            tracing::warn!(
+                addr,
+                abandoned = self.pending.len(),
+                "closing a connection whose callers gave up before their replies: \
+                 the server drops what it held for it (a blocked command is unblocked, not served)"
+            );
+        }
+        true
     }
 
     fn push(&mut self, request: Request) {
