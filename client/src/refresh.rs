@@ -214,7 +214,13 @@ impl Redirects {
         looped
     }
 
-    /// Whether a loop was seen since the last call.
+    /// Whether a loop was seen that no refresh has answered yet.
+    pub(crate) fn looped(&self) -> bool {
+        self.looped.load(Ordering::Acquire)
+    }
+
+    /// Marks the loop answered (a refresh is starting for it); whether
+    /// there was one.
     pub(crate) fn take_loop(&self) -> bool {
         self.looped.swap(false, Ordering::AcqRel)
     }
@@ -290,15 +296,20 @@ impl Inner {
         wait: Duration,
     ) -> Refreshed {
         let inner = self.clone();
-        // A redirect loop seen meanwhile is why this refresh matters.
-        let cause = if self.redirects.take_loop() {
+        // A redirect loop seen meanwhile is why this refresh matters. Only
+        // the refresh that runs answers it: a debounced one leaves the loop
+        // to the next.
+        let cause = if self.redirects.looped() {
             RefreshCause::RedirectLoop
         } else {
             cause
         };
         self.gate
-            .refresh(&self.counters, cause, wait, move || async move {
-                let _ = inner.load_map(Some(cause)).await;
+            .refresh(&self.counters, cause, wait, move || {
+                inner.redirects.take_loop();
+                async move {
+                    let _ = inner.load_map(Some(cause)).await;
+                }
             })
             .await
     }

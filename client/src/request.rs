@@ -224,6 +224,10 @@ impl Retrying {
 pub(crate) struct Failure {
     pub(crate) outcome: Outcome,
     pub(crate) detail: String,
+    /// The map still sends a retry where this attempt failed (a `MOVED`
+    /// that closed a redirect loop, whose hint was not applied): the retry
+    /// waits for a new map rather than fail the same way again.
+    pub(crate) stale_map: bool,
 }
 
 /// What one attempt came to.
@@ -267,7 +271,8 @@ struct Wait {
     refresh_wait: Option<(Duration, RefreshCause)>,
     until: Option<Instant>,
     /// The map as it stands cannot route the retry (no owner for its
-    /// slot): when the refresh is debounced, the retry waits for the next
+    /// slot, or a redirect loop left it pointing where the attempt just
+    /// failed): when the refresh is debounced, the retry waits for the next
     /// one the interval allows (not past `latest`), instead of failing
     /// again on the same map.
     needs_new_map: bool,
@@ -446,6 +451,7 @@ impl Inner {
                         failed.push((
                             at,
                             Failure {
+                                stale_map: false,
                                 outcome: Outcome::Transport(failure),
                                 detail: e.to_string(),
                             },
@@ -635,6 +641,7 @@ impl Inner {
                 Verdict::Fatal(Error::ReplyTooLarge { node: addr, limit })
             }
             e => Verdict::Failed(Failure {
+                stale_map: false,
                 outcome: Outcome::Transport(e.failure()),
                 detail: format!("{addr}: {e}"),
             }),
@@ -657,11 +664,13 @@ impl Inner {
             Classified::Ask { addr } => Verdict::Ask(
                 self.registry.node(&addr),
                 Failure {
+                    stale_map: false,
                     outcome: Outcome::Ask,
                     detail: format!("ASK {addr}"),
                 },
             ),
             Classified::Status(status) => Verdict::Failed(Failure {
+                stale_map: false,
                 outcome: Outcome::Status(status),
                 detail: match first {
                     BytesFrame::Error(message) => message.to_string(),
@@ -678,7 +687,8 @@ impl Inner {
     /// other nodes first. The failure the retry loop gets.
     pub(crate) fn moved(&self, slot: u16, from: &str, to: &str) -> Failure {
         Counters::bump(&self.counters.moved_redirects);
-        if self.redirects.note(slot, from, to) {
+        let looped = self.redirects.note(slot, from, to);
+        if looped {
             Counters::bump(&self.counters.redirect_loops);
             tracing::warn!(slot, from, to, "MOVED loop");
         } else {
@@ -687,6 +697,7 @@ impl Inner {
         Failure {
             outcome: Outcome::Status(KvStatus::Moved),
             detail: format!("MOVED {slot} {to}"),
+            stale_map: looped,
         }
     }
 
@@ -724,7 +735,11 @@ impl Inner {
     /// What the retry machine makes of a failed attempt: the wait before
     /// the next one, or the final, typed error.
     fn decide(&self, state: &mut Retrying, failure: Failure) -> Result<Wait, Error> {
-        let Failure { outcome, detail } = failure;
+        let Failure {
+            outcome,
+            detail,
+            stale_map,
+        } = failure;
         let failed_at = Instant::now();
         match state.retries.record(outcome, state.remaining()) {
             // Answers never get here; what does is an error status the
@@ -764,7 +779,8 @@ impl Inner {
                 Ok(Wait {
                     refresh_wait,
                     until: Some(state.deadline.map_or(until, |d| until.min(d))),
-                    needs_new_map: outcome == Outcome::Transport(TransportFailure::NoOwnerMapped),
+                    needs_new_map: stale_map
+                        || outcome == Outcome::Transport(TransportFailure::NoOwnerMapped),
                     latest: state.deadline,
                 })
             }

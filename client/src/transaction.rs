@@ -122,6 +122,7 @@ impl Client {
                         .after_failure(
                             &mut state,
                             Failure {
+                                stale_map: false,
                                 outcome: Outcome::Transport(
                                     zaris_core::TransportFailure::ConnectionReset,
                                 ),
@@ -284,6 +285,7 @@ async fn attempt_on(
         Ok(node) => node.clone(),
         Err(e) => {
             let failure = Failure {
+                stale_map: false,
                 outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
                 detail: e.to_string(),
             };
@@ -301,6 +303,7 @@ async fn attempt_on(
         Ok(conn) => Ok(Some((node, conn))),
         Err(e) => {
             let failure = Failure {
+                stale_map: false,
                 outcome: Outcome::Transport(e.failure()),
                 detail: format!("{}: {e}", node.addr),
             };
@@ -365,6 +368,7 @@ async fn run_block(
         // surfaces as refused; anything else is ambiguous.
         Err(ConnError::Refused(why)) => {
             return Ran::NotApplied(Failure {
+                stale_map: false,
                 outcome: Outcome::Transport(zaris_core::TransportFailure::ConnectionRefused),
                 detail: format!("{addr}: {why}"),
             })
@@ -400,10 +404,12 @@ async fn run_block(
                 // Inside MULTI an ASK cannot be followed (ASKING is queued
                 // like the rest): wait for the migration as for TRYAGAIN.
                 Classified::Ask { addr: to } => Ran::NotApplied(Failure {
+                    stale_map: false,
                     outcome: Outcome::Status(KvStatus::Migrating),
                     detail: format!("ASK {to}"),
                 }),
                 Classified::Status(status) => Ran::NotApplied(Failure {
+                    stale_map: false,
                     outcome: Outcome::Status(status),
                     detail: format!("{refused:?}"),
                 }),
@@ -427,10 +433,12 @@ fn routing_failure(inner: &Inner, routing: Classified, from: &str) -> Result<Fai
     Ok(match routing {
         Classified::Moved { slot, addr } => inner.moved(slot, from, &addr),
         Classified::Ask { addr } => Failure {
+            stale_map: false,
             outcome: Outcome::Status(KvStatus::Migrating),
             detail: format!("ASK {addr}"),
         },
         Classified::Status(status) => Failure {
+            stale_map: false,
             outcome: Outcome::Status(status),
             detail: status.name().to_owned(),
         },
