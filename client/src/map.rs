@@ -29,7 +29,21 @@ pub(crate) struct Node {
     /// A request to it timed out and nothing has answered since: it may be
     /// frozen (a process that keeps its sockets and never replies).
     unanswered: AtomicBool,
+    /// When connecting to it was last refused (ms on the registry's clock,
+    /// +1; 0: never, or it has accepted a connection since): nothing
+    /// listens there (a killed process), so requests for its slots wait
+    /// for the map to move instead of spending attempts on it.
+    refused_at: AtomicU64,
+    /// When a waiting request last tried to connect to it while refused:
+    /// at most one try per [`PROBE_INTERVAL_MS`], however many wait.
+    probed_at: AtomicU64,
 }
+
+/// A node that refuses connections is tried again this often by the
+/// requests that wait for it (a master restarted without a failover comes
+/// back this way); the map's refresh interval, so a dead node costs no
+/// more connection attempts than map refreshes.
+const PROBE_INTERVAL_MS: u64 = 500;
 
 /// A replica whose connection failed is passed over for reads this long,
 /// then tried again.
@@ -54,7 +68,34 @@ impl Node {
             spares: std::sync::Mutex::default(),
             failed_at: AtomicU64::new(0),
             unanswered: AtomicBool::new(false),
+            refused_at: AtomicU64::new(0),
+            probed_at: AtomicU64::new(0),
         }
+    }
+
+    /// Whether its last connection attempt was refused (nothing listens).
+    pub(crate) fn refusing(&self) -> bool {
+        self.refused_at.load(Ordering::Relaxed) != 0
+    }
+
+    /// For a request waiting on a refusing node: tries to connect, if no
+    /// other waiter has within [`PROBE_INTERVAL_MS`]; whether it answers now.
+    pub(crate) async fn probe(&self, timeout: std::time::Duration, options: &ConnOptions) -> bool {
+        if !self.refusing() {
+            return true;
+        }
+        let now = clock_ms();
+        let last = self.probed_at.load(Ordering::Relaxed);
+        let due = last == 0 || now.saturating_sub(last) >= PROBE_INTERVAL_MS;
+        if !due
+            || self
+                .probed_at
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        self.connection(timeout, options).await.is_ok()
     }
 
     /// Whether its last request timed out with no answer since.
@@ -128,11 +169,16 @@ impl Node {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 self.failed_at.store(0, Ordering::Relaxed);
+                self.refused_at.store(0, Ordering::Relaxed);
                 self.conn.store(Some(conn.clone()));
                 Ok(conn)
             }
             Err(e) => {
-                self.failed_at.store(clock_ms(), Ordering::Relaxed);
+                let now = clock_ms();
+                self.failed_at.store(now, Ordering::Relaxed);
+                if matches!(e, ConnError::Refused(_)) {
+                    self.refused_at.store(now, Ordering::Relaxed);
+                }
                 Err(e)
             }
         }

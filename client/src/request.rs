@@ -251,6 +251,12 @@ struct InFlight {
     /// Index into the caller's requests.
     index: usize,
     state: Option<Box<Retrying>>,
+    /// Since when it has waited, unsent, for its slot to have an owner that
+    /// can answer (docs/behaviour.md §3: a wait, not an attempt).
+    waiting_since: Option<Instant>,
+    /// It waited as long as it may: from now on it is sent (and counted)
+    /// as any request, whatever the map says.
+    waited_out: bool,
 }
 
 /// The requests of one round that go to one node in one write (or, for a
@@ -280,6 +286,11 @@ struct Wait {
 }
 
 impl Wait {
+    /// Nothing to wait for: no refresh, no pause.
+    fn is_empty(&self) -> bool {
+        self.refresh_wait.is_none() && self.until.is_none()
+    }
+
     fn merge(&mut self, other: Wait) {
         self.refresh_wait = match (self.refresh_wait, other.refresh_wait) {
             (Some((a, cause)), Some((b, _))) => Some((a.max(b), cause)),
@@ -328,12 +339,19 @@ impl Inner {
     ) {
         let started = Instant::now();
         let mut round: SmallVec<[InFlight; 1]> = (0..requests.count())
-            .map(|index| InFlight { index, state: None })
+            .map(|index| InFlight {
+                index,
+                state: None,
+                waiting_since: None,
+                waited_out: false,
+            })
             .collect();
         while !round.is_empty() {
             // Failed attempts, by position in the round.
             let mut failed: Vec<(usize, Failure)> = Vec::new();
-            let batches = self.batches(requests, &mut round, &mut failed);
+            // Requests not sent: their slot has no owner that can answer.
+            let mut unroutable: Vec<(usize, u16)> = Vec::new();
+            let batches = self.batches(requests, &mut round, &mut failed, &mut unroutable);
             let sent = join_all(
                 batches
                     .iter()
@@ -374,16 +392,33 @@ impl Inner {
                     }
                 }
             }
-            if failed.is_empty() {
+            if failed.is_empty() && unroutable.is_empty() {
                 return;
             }
-            // The next round: the failed requests that may go again, in order.
-            failed.sort_unstable_by_key(|(at, _)| *at);
+            // The next round: the failed requests that may go again and the
+            // ones that wait for an owner, in order.
+            let mut steps: Vec<(usize, Option<Failure>)> = failed
+                .into_iter()
+                .map(|(at, failure)| (at, Some(failure)))
+                .chain(unroutable.iter().map(|&(at, _)| (at, None)))
+                .collect();
+            steps.sort_unstable_by_key(|(at, _)| *at);
             let mut wait = Wait::default();
+            let mut owner_wait: Option<Instant> = None;
             let mut next = SmallVec::new();
             let mut previous = std::mem::take(&mut round).into_iter().enumerate();
-            for (at, failure) in failed {
+            for (at, failure) in steps {
                 let Some((_, mut in_flight)) = previous.find(|(i, _)| *i == at) else {
+                    continue;
+                };
+                let Some(failure) = failure else {
+                    match self.owner_wait_until(&mut in_flight, started) {
+                        Some(until) => {
+                            owner_wait = Some(owner_wait.map_or(until, |o| o.min(until)))
+                        }
+                        None => in_flight.waited_out = true,
+                    }
+                    next.push(in_flight);
                     continue;
                 };
                 let state = self.state_of(&mut in_flight, started);
@@ -396,9 +431,76 @@ impl Inner {
                 }
             }
             if !next.is_empty() {
-                self.wait_out(wait).await;
+                match owner_wait {
+                    // Only waiting for owners: until one can take a request.
+                    Some(until) if wait.is_empty() => self.until_routable(&unroutable, until).await,
+                    _ => self.wait_out(wait).await,
+                }
             }
             round = next;
+        }
+    }
+
+    /// How long a request whose slot has no owner able to answer may wait
+    /// for one, unsent (docs/behaviour.md §3): from when it started waiting,
+    /// the refresh wait, and never past its deadline. `None`: no longer.
+    fn owner_wait_until(&self, in_flight: &mut InFlight, started: Instant) -> Option<Instant> {
+        // Retries disabled: the caller wants the raw outcome, not a wait.
+        if self.config.policy.attempt_budget() <= 1 {
+            return None;
+        }
+        let now = Instant::now();
+        let since = *in_flight.waiting_since.get_or_insert(now);
+        let deadline = match &in_flight.state {
+            Some(state) => state.deadline,
+            None => self.config.policy.deadline.map(|d| started + d),
+        };
+        let until = deadline.map_or(since + self.config.refresh_wait, |d| {
+            d.min(since + self.config.refresh_wait)
+        });
+        if since == now {
+            Counters::bump(&self.counters.owner_waits);
+        }
+        (now < until).then_some(until)
+    }
+
+    /// Waits until one of `unroutable` (positions and slots) has an owner
+    /// that can take it, or `until`: on the shared refresh, as often as its
+    /// interval allows, and trying a refusing owner again meanwhile (at
+    /// most once an interval), in case it came back where it was.
+    async fn until_routable(self: &Arc<Self>, unroutable: &[(usize, u16)], until: Instant) {
+        loop {
+            let refusing: Vec<Arc<Node>> = {
+                let snapshot = self.snapshot.load();
+                let mut refusing: Vec<Arc<Node>> = Vec::new();
+                for &(_, slot) in unroutable {
+                    match snapshot.owner_of_slot(slot) {
+                        Ok(owner) if !owner.refusing() => return,
+                        Ok(owner) if !refusing.iter().any(|n| Arc::ptr_eq(n, owner)) => {
+                            refusing.push(owner.clone());
+                        }
+                        _ => {}
+                    }
+                }
+                refusing
+            };
+            if Instant::now() >= until {
+                return;
+            }
+            for node in refusing {
+                if node
+                    .probe(self.config.attempt_timeout, &self.config.conn)
+                    .await
+                {
+                    return;
+                }
+            }
+            let soon = Instant::now() + Duration::from_millis(10);
+            let wait = until
+                .saturating_duration_since(Instant::now())
+                .min(self.config.refresh_wait);
+            self.refresh_next(RefreshCause::Failure, wait, soon, Some(until))
+                .await;
         }
     }
 
@@ -411,20 +513,21 @@ impl Inner {
     }
 
     /// The round's requests grouped by the node each goes to now (its
-    /// `ASK` target, or its slot's owner in the current map); a request
-    /// with no owner mapped fails at once, into `failed`.
+    /// `ASK` target, or its slot's owner in the current map). A request
+    /// whose slot has no owner, or an owner that refuses connections (a
+    /// dead master the cluster has not replaced yet), is not sent: it goes
+    /// to `unroutable` with its slot, to wait for the map (until it has
+    /// waited out, when it fails or is sent as any request).
     fn batches<R: Requests + ?Sized>(
         &self,
         requests: &R,
         round: &mut [InFlight],
         failed: &mut Vec<(usize, Failure)>,
+        unroutable: &mut Vec<(usize, u16)>,
     ) -> SmallVec<[Batch; 1]> {
         let snapshot = self.snapshot.load();
         let read_from = self.config.read_from;
         let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
-        self.counters
-            .attempts
-            .fetch_add(round.len() as u64, std::sync::atomic::Ordering::Relaxed);
         for (at, in_flight) in round.iter_mut().enumerate() {
             let blocking = requests.blocking(in_flight.index);
             let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
@@ -442,7 +545,15 @@ impl Inner {
                 } else {
                     snapshot.owner_of_slot(slot)
                 } {
+                    Ok(node) if node.refusing() && !in_flight.waited_out => {
+                        unroutable.push((at, slot));
+                        continue;
+                    }
                     Ok(node) => node,
+                    Err(RouteError::Unavailable { .. }) if !in_flight.waited_out => {
+                        unroutable.push((at, slot));
+                        continue;
+                    }
                     Err(e) => {
                         let failure = match e {
                             RouteError::MapMidUpdate { .. } => TransportFailure::MapMidUpdate,
@@ -473,6 +584,11 @@ impl Inner {
                 }),
             }
         }
+        // Attempts: every request sent, or failed here for want of an owner.
+        let attempted = (round.len() - unroutable.len()) as u64;
+        self.counters
+            .attempts
+            .fetch_add(attempted, std::sync::atomic::Ordering::Relaxed);
         batches
     }
 

@@ -55,6 +55,7 @@ pub(crate) struct Counters {
     pub pushes_applied: AtomicU64,
     pub watch_conflicts: AtomicU64,
     pub attempts_abandoned: AtomicU64,
+    pub owner_waits: AtomicU64,
 }
 
 impl Counters {
@@ -100,6 +101,7 @@ impl Counters {
             pushes_applied: get(&self.pushes_applied),
             watch_conflicts: get(&self.watch_conflicts),
             attempts_abandoned: get(&self.attempts_abandoned),
+            owner_waits: get(&self.owner_waits),
         }
     }
 }
@@ -140,6 +142,10 @@ pub struct Stats {
     /// out) given up before their time-out because the map moved their
     /// slot to another owner meanwhile; retried there.
     pub attempts_abandoned: u64,
+    /// Requests that waited, unsent, for their slot to have an owner able
+    /// to answer (a dead master not yet failed over, a slot without an
+    /// owner): waits, not attempts.
+    pub owner_waits: u64,
 }
 
 impl Stats {
