@@ -8,7 +8,9 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 
 # Cross targets the core must build for without std or an allocator.
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
-fuzz_targets := "error_reply slot slot_utf16 cluster_nodes"
+# Every fuzz target, as fuzz-dir:target: the parsers of bytes from a socket
+# or text from a user. Seeds are committed in each dir's seeds/TARGET.
+fuzz_targets := "core/fuzz:error_reply core/fuzz:slot core/fuzz:slot_utf16 core/fuzz:cluster_nodes client/fuzz:resp client/fuzz:cluster_shards client/fuzz:cluster_slots wasm/fuzz:command_line"
 # The oldest Rust the published crates declare (`rust-version`), from the manifest.
 msrv := `sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml`
 # The crates published to crates.io, packaged together (they depend on each other).
@@ -231,13 +233,41 @@ baremetal-vectors:
 bench-core *ARGS:
     cargo bench -p zaris-core --bench slot -- {{ARGS}}
 
-# Run every fuzz target for SECONDS each (cargo-fuzz on the stable toolchain).
-fuzz SECONDS="60":
+# Run every fuzz target (or those named in ONLY, space-separated) for SECONDS
+# each (cargo-fuzz on the stable toolchain), from its committed seeds;
+# executions and crashes per target at the end.
+fuzz SECONDS="60" ONLY="":
+    #!/usr/bin/env bash
+    set -uo pipefail
     command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-    for target in {{fuzz_targets}}; do \
-        echo "==> fuzzing $target for {{SECONDS}} s"; \
-        RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir core/fuzz -O "$target" -- -max_total_time={{SECONDS}}; \
+    mkdir -p target/fuzz
+    summary=()
+    crashed=0
+    for entry in {{fuzz_targets}}; do
+        dir=${entry%%:*} target=${entry#*:} log=target/fuzz/${entry#*:}.log
+        [ -z "{{ONLY}}" ] || [[ " {{ONLY}} " == *" $target "* ]] || continue
+        echo "==> fuzzing $target ($dir) for {{SECONDS}} s; log: $log"
+        mkdir -p "$dir/corpus/$target"
+        RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir "$dir" -O "$target" "$dir/corpus/$target" "$dir/seeds/$target" \
+            -- -max_total_time={{SECONDS}} >"$log" 2>&1 &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null; do
+            sleep 30
+            progress=$(grep -aE '^#[0-9]+' "$log" | tail -n 1)
+            [ -z "$progress" ] || echo "    $progress"
+        done
+        wait "$pid"; status=$?
+        runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
+        if [ "$status" -ne 0 ]; then
+            crashed=$((crashed + 1))
+            summary+=("$target: CRASHED after ${runs:-?} runs (artifact in $dir/artifacts/$target; see $log)")
+        else
+            summary+=("$target: ${runs:-?} runs, no crash")
+        fi
     done
+    echo "==> fuzzing done, {{SECONDS}} s a target:"
+    printf '    %s\n' "${summary[@]}"
+    exit "$crashed"
 
 # Node tools (wasm-opt from npm's binaryen, playwright-core, the benchmark peer).
 npm-deps:

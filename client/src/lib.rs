@@ -78,3 +78,44 @@ pub use stats::{RefreshCause, Stats};
 pub use transaction::{Transaction, Watched};
 pub use value::Value;
 pub use zaris_core::{CommandError, KvStatus, StopReason, TransportFailure};
+
+/// Entry points for the fuzz targets (`client/fuzz`): the parsers that read
+/// what comes off a socket, over any bytes. Not part of the API.
+#[doc(hidden)]
+pub mod _fuzz {
+    use bytes::BytesMut;
+    pub use redis_protocol::resp2::types::BytesFrame;
+
+    pub use crate::cluster_map::{parse_cluster_shards, parse_cluster_slots};
+    use crate::conn::Limits;
+
+    /// Every complete reply in `reads` (the bytes of successive reads off
+    /// a socket, in order), as a connection's decoder takes them; the
+    /// decoder's error in words; and how many bytes were left waiting for
+    /// more.
+    pub fn replies(
+        reads: &[&[u8]],
+        max_reply_bytes: usize,
+    ) -> (Vec<BytesFrame>, Result<(), String>, usize) {
+        let limits = Limits { max_reply_bytes };
+        let mut input = BytesMut::new();
+        let mut frames = Vec::new();
+        for read in reads {
+            input.extend_from_slice(read);
+            let taken = crate::resp::take_frames(&mut input, limits, |frame| {
+                frames.push(frame);
+                Ok(())
+            });
+            if let Err(e) = taken {
+                return (frames, Err(e.to_string()), input.len());
+            }
+        }
+        (frames, Ok(()), input.len())
+    }
+
+    /// A reply as a caller sees it.
+    #[must_use]
+    pub fn value(frame: BytesFrame) -> crate::Value {
+        crate::value::from_frame(frame)
+    }
+}

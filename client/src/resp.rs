@@ -285,6 +285,32 @@ mod tests {
         assert_eq!(&buf[..], b"$5\r\nhel");
     }
 
+    /// Found by the `resp` fuzz target: servers echo raw argument bytes in
+    /// error replies (`-ERR unknown command 'x\xff'`), which are not
+    /// UTF-8. `redis-protocol`'s decoder refuses such a reply, which would
+    /// fail the connection; this one reads it with the bad bytes replaced.
+    #[test]
+    fn error_text_that_is_not_utf8_is_read_lossily() {
+        let mut input = BytesMut::from(&b"-MOVED 3443 12\xff.0.0.1:7001\r\n+OK\r\n"[..]);
+        let mut frames = Vec::new();
+        take_frames(&mut input, LIMITS, |f| {
+            frames.push(f);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            frames,
+            [
+                BytesFrame::Error("MOVED 3443 12\u{fffd}.0.0.1:7001".into()),
+                BytesFrame::SimpleString("OK".into())
+            ]
+        );
+        assert!(decode_bytes_mut(&mut BytesMut::from(
+            &b"-MOVED 3443 12\xff.0.0.1:7001\r\n"[..]
+        ))
+        .is_err());
+    }
+
     #[test]
     fn garbage_and_oversized_replies_are_typed_errors() {
         let mut garbage = BytesMut::from(&b"hello world\r\n"[..]);

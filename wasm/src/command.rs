@@ -28,7 +28,10 @@ pub fn split_args(line: &str) -> Result<Vec<Vec<u8>>, SplitError> {
     let mut args = Vec::new();
     let mut i = 0;
     loop {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        // Between arguments: white space, and NUL, which ends an unquoted
+        // argument below (it ends redis-cli's C string) and must be
+        // stepped over here, or it would end an empty argument forever.
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == 0) {
             i += 1;
         }
         if i == bytes.len() {
@@ -217,6 +220,26 @@ mod tests {
             .iter()
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect()
+    }
+
+    /// Found by the `command_line` fuzz target: a NUL between arguments
+    /// made the splitter push empty arguments until memory ran out.
+    #[test]
+    fn a_nul_separates_arguments_and_ends_nothing_else() {
+        assert_eq!(split("a\0b"), ["a", "b"]);
+        assert_eq!(split("\0\0SET\0 k\0"), ["SET", "k"]);
+        assert_eq!(
+            split("\"a\0b\" c"),
+            ["a\0b", "c"],
+            "inside quotes it is a byte like any other"
+        );
+        assert_eq!(
+            split_args("SE) \0\"a\"b 1"),
+            Err(SplitError {
+                at: 7,
+                message: "a closing quote must be followed by a space"
+            })
+        );
     }
 
     #[test]

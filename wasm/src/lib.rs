@@ -41,6 +41,13 @@ pub use command::route_command;
 pub use scratch::{wasm_memory, KeyScratch};
 pub use simulate::simulate_retries;
 
+/// Entry points for the fuzz targets (`wasm/fuzz`): the playground's
+/// parsers of pasted text. Not part of the API.
+#[doc(hidden)]
+pub mod _fuzz {
+    pub use crate::command::{split_args, SplitError};
+}
+
 /// Slot of a key given as UTF-16 code units (a JS string's `charCodeAt`s).
 #[wasm_bindgen(js_name = slotForUtf16)]
 #[must_use]
