@@ -80,6 +80,8 @@ fn crates_depend_downward() {
         ("bench", &["zaris-core"][..]),
         ("tests", &[][..]),
         ("core/fuzz", &["zaris-core"][..]),
+        ("client/fuzz", &["zaris-client"][..]),
+        ("wasm/fuzz", &["zaris-wasm"][..]),
     ]
     .into_iter()
     .collect();
