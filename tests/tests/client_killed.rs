@@ -39,10 +39,15 @@ fn a_killed_master_costs_latency_not_errors() {
         let victim = cluster
             .owner_index(slot_for_key(victim_key.as_bytes()))
             .unwrap();
-        // Keys on every master, a quarter of them the victim's.
-        let keys: Vec<String> = (0..400)
+        // Keys on every master, and a hundred more on the victim's; each
+        // with whether the victim owned its slot when it was killed.
+        let keys: Vec<(String, bool)> = (0..400)
             .map(|i| format!("killed:{i}"))
             .chain((0..100).map(|i| format!("killed:{{victim}}:{i}")))
+            .map(|key| {
+                let owner = cluster.owner_index(slot_for_key(key.as_bytes())).unwrap();
+                (key, owner == victim)
+            })
             .collect();
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -54,13 +59,13 @@ fn a_killed_master_costs_latency_not_errors() {
                 rt.spawn(async move {
                     let mut i = w;
                     while !stop.load(Ordering::Acquire) {
-                        let key = &keys[i % keys.len()];
+                        let (key, victims) = &keys[i % keys.len()];
                         let started = Instant::now();
                         let result = client
                             .set(key, i.to_string())
                             .await
                             .map_err(|e| e.to_string());
-                        let victims = key.contains("{victim}");
+                        let victims = *victims;
                         let took = started.elapsed();
                         outcomes.lock().unwrap().push(Write {
                             started,
