@@ -450,17 +450,17 @@ impl Inner {
             return None;
         }
         let now = Instant::now();
-        let since = *in_flight.waiting_since.get_or_insert(now);
-        let deadline = match &in_flight.state {
-            Some(state) => state.deadline,
-            None => self.config.policy.deadline.map(|d| started + d),
+        let since = match in_flight.waiting_since {
+            Some(since) => since,
+            None => {
+                Counters::bump(&self.counters.owner_waits);
+                *in_flight.waiting_since.insert(now)
+            }
         };
-        let until = deadline.map_or(since + self.config.refresh_wait, |d| {
-            d.min(since + self.config.refresh_wait)
-        });
-        if since == now {
-            Counters::bump(&self.counters.owner_waits);
-        }
+        let until = since + self.config.refresh_wait;
+        let until = self
+            .deadline_of(in_flight, started)
+            .map_or(until, |d| d.min(until));
         (now < until).then_some(until)
     }
 
@@ -501,6 +501,16 @@ impl Inner {
                 .min(self.config.refresh_wait);
             self.refresh_next(RefreshCause::Failure, wait, soon, Some(until))
                 .await;
+        }
+    }
+
+    /// A request's deadline: its retry state's, or, before it has failed
+    /// (no state yet), the policy's counted from `started`, as every
+    /// request's.
+    fn deadline_of(&self, in_flight: &InFlight, started: Instant) -> Option<Instant> {
+        match &in_flight.state {
+            Some(state) => state.deadline,
+            None => self.config.policy.deadline.map(|d| started + d),
         }
     }
 
@@ -669,14 +679,11 @@ impl Inner {
         started: Instant,
     ) -> Result<Vec<BytesFrame>, ConnError> {
         let index = |at: usize| round[at].index;
-        // The tightest of the members' deadlines bounds the wait (one clock
-        // read for the batch). A request that has not failed yet has no
-        // state: its deadline counts from `started`, as every request's.
-        let first = self.config.policy.deadline.map(|d| started + d);
+        // The tightest of the members' deadlines bounds the wait.
         let deadline = batch
             .members
             .iter()
-            .map(|&(at, _)| round[at].state.as_ref().map_or(first, |s| s.deadline))
+            .map(|&(at, _)| self.deadline_of(&round[at], started))
             .min()
             .flatten();
         // A blocking command, alone in its batch, may wait its whole deadline.
