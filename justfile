@@ -112,6 +112,16 @@ bench-compare:
 bench-client MODE="":
     cargo bench -p zaris-bench --bench client -- {{MODE}}
 
+# The seeded nemesis soak: a 3+3 cluster behind fault-injecting proxies,
+# a mixed workload through zaris-client, a churn event every few seconds,
+# a history checker at the end. SEED defaults to the time (printed; the
+# same seed replays the same events). The report and its timeline go to
+# target/soak/ and are recorded in bench/soak/ for the dashboard's
+# Reliability page. ZARIS_REDIS_SERVER=valkey-server runs it on Valkey.
+soak SECONDS="60" SEED="":
+    cargo run --release -q -p zaris-tests --bin zaris-soak -- {{SECONDS}} "{{SEED}}" --record
+    cargo run -q -p zaris-bench --bin zaris-dashboard -- render
+
 # A local cluster for manual use (3 masters, 3 replicas); its seeds are printed. SERVER: redis-server or valkey-server.
 cluster-up SERVER="redis-server":
     #!/usr/bin/env bash

@@ -18,6 +18,7 @@ pub mod history;
 pub mod interleave;
 pub mod keys;
 pub mod page;
+pub mod reliability;
 pub mod tiers;
 
 pub use history::Record;

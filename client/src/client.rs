@@ -93,7 +93,7 @@ impl Client {
             return Err(Error::Config("no seed addresses given".into()));
         }
         let min_interval = config.refresh_min_interval;
-        let registry = Registry::default();
+        let registry = Registry::new(config.max_in_flight_per_node);
         for seed in &seeds {
             registry.node(seed);
         }
@@ -463,6 +463,23 @@ impl Client {
     pub async fn refresh_map(&self) {
         let wait = self.inner.config.refresh_wait;
         self.inner.refresh(RefreshCause::Requested, wait).await;
+    }
+
+    /// Requests in flight now on each node's shared connection (at most
+    /// `Builder::max_in_flight_per_node` each), by address; nodes with none
+    /// left out.
+    #[must_use]
+    pub fn in_flight_per_node(&self) -> Vec<(String, usize)> {
+        let mut nodes: Vec<(String, usize)> = self
+            .inner
+            .registry
+            .all()
+            .iter()
+            .map(|n| (n.addr.to_string(), n.in_flight()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        nodes.sort();
+        nodes
     }
 
     /// The counters so far.

@@ -43,6 +43,14 @@ pub const REFRESH_DEBOUNCE: Duration = Duration::from_millis(500);
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest reply accepted (Redis's own `proto-max-bulk-len`).
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 512 * 1024 * 1024;
+/// Requests one node may hold unanswered on its shared connection (the
+/// in-flight limit valkey-glide applies per client, applied here per node):
+/// far above what a healthy node holds at once, so it binds only on a node
+/// that has stopped answering.
+pub const DEFAULT_MAX_IN_FLIGHT_PER_NODE: usize = 1000;
+
+/// The most permits a semaphore holds (tokio's limit, far past any use).
+const MAX_PERMITS: usize = 1 << 28;
 
 /// Writes that wait for replicas (`WAIT`) before they are acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +72,7 @@ pub(crate) struct Config {
     pub durability: Option<Durability>,
     pub read_from: ReadFrom,
     pub refresh_min_interval: Duration,
+    pub max_in_flight_per_node: usize,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
@@ -85,6 +94,7 @@ pub struct Builder {
     map_address: Option<AddressMap>,
     read_from: ReadFrom,
     refresh_min_interval: Duration,
+    max_in_flight_per_node: usize,
     env: EnvLookup,
 }
 
@@ -104,6 +114,7 @@ impl Default for Builder {
             map_address: None,
             read_from: ReadFrom::Primary,
             refresh_min_interval: REFRESH_DEBOUNCE,
+            max_in_flight_per_node: DEFAULT_MAX_IN_FLIGHT_PER_NODE,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -155,6 +166,20 @@ impl Builder {
     #[must_use]
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = timeout;
+        self
+    }
+
+    /// At most `n` requests in flight on one node's shared connection
+    /// (default [`DEFAULT_MAX_IN_FLIGHT_PER_NODE`], 1000). A node that
+    /// stops answering (frozen, black-holed) holds no more than that;
+    /// callers for its slots then wait, unsent, for room, for the map to
+    /// move their slot, or for their attempt's time-out, and callers for
+    /// other nodes are not slowed. A pipeline larger than `n` goes when the
+    /// node holds nothing else. Blocking commands, on connections of their
+    /// own, do not count.
+    #[must_use]
+    pub fn max_in_flight_per_node(mut self, n: usize) -> Self {
+        self.max_in_flight_per_node = n;
         self
     }
 
@@ -321,6 +346,11 @@ impl Builder {
         if self.poll_interval.is_zero() {
             return Err(Error::Config("the poll interval must be positive".into()));
         }
+        if self.max_in_flight_per_node == 0 {
+            return Err(Error::Config(
+                "max_in_flight_per_node must be at least 1".into(),
+            ));
+        }
         Ok(Config {
             policy,
             refresh_wait: self
@@ -341,6 +371,7 @@ impl Builder {
             durability: self.durability,
             read_from: self.read_from,
             refresh_min_interval: self.refresh_min_interval,
+            max_in_flight_per_node: self.max_in_flight_per_node.min(MAX_PERMITS),
         })
     }
 }

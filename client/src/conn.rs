@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::either::Either;
 use zaris_core::TransportFailure;
 
@@ -50,6 +50,9 @@ pub(crate) enum ConnError {
     /// has moved the slot (where, in words): the wait was given up (the
     /// outcome is unknown, as after a time-out).
     Superseded(String),
+    /// Not sent: the node already held `max_in_flight_per_node` requests
+    /// and none drained in time (or the map moved the slot meanwhile).
+    Saturated(String),
 }
 
 impl ConnError {
@@ -59,6 +62,7 @@ impl ConnError {
             ConnError::Refused(_) | ConnError::Unresolved(_) => TransportFailure::ConnectionRefused,
             ConnError::Reset(_) => TransportFailure::ConnectionReset,
             ConnError::TimedOut | ConnError::Superseded(_) => TransportFailure::TimedOut,
+            ConnError::Saturated(_) => TransportFailure::NodeUnavailable,
             ConnError::Protocol(_)
             | ConnError::Rejected(_)
             | ConnError::TooLarge { .. }
@@ -78,6 +82,7 @@ impl std::fmt::Display for ConnError {
             ConnError::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
             ConnError::Tls(e) => write!(f, "TLS: {e}"),
             ConnError::Unresolved(e) => f.write_str(e),
+            ConnError::Saturated(why) => write!(f, "not sent: {why}"),
             ConnError::Superseded(to) => {
                 write!(f, "no reply yet, and its slot is {to}: stopped waiting")
             }
@@ -96,12 +101,17 @@ struct Request {
     bytes: Bytes,
     replies: usize,
     done: oneshot::Sender<Result<Vec<BytesFrame>, ConnError>>,
+    room: Option<OwnedSemaphorePermit>,
 }
 
 /// A reply slot, in send order.
 struct Pending {
     replies: usize,
     done: oneshot::Sender<Result<Vec<BytesFrame>, ConnError>>,
+    /// Its place among the node's requests in flight, held until its
+    /// replies come or the connection ends, whether or not its caller
+    /// still waits: a reply owed is a request the node still holds.
+    _room: Option<OwnedSemaphorePermit>,
 }
 
 /// A live connection; cheap to share (`Arc`), closed when the last handle
@@ -325,11 +335,24 @@ impl Connection {
         replies: usize,
         timeout: Duration,
     ) -> Result<Vec<BytesFrame>, ConnError> {
+        self.request_in(bytes, replies, timeout, None).await
+    }
+
+    /// [`Self::request`], holding `room` (a place among the node's
+    /// requests in flight) until its replies come or the connection ends.
+    pub(crate) async fn request_in(
+        &self,
+        bytes: Bytes,
+        replies: usize,
+        timeout: Duration,
+        room: Option<OwnedSemaphorePermit>,
+    ) -> Result<Vec<BytesFrame>, ConnError> {
         let (done, reply) = oneshot::channel();
         let send = self.requests.send(Request {
             bytes,
             replies,
             done,
+            room,
         });
         let wait = async {
             send.await.map_err(|_| self.alive.ended())?;
@@ -739,6 +762,7 @@ impl Driver {
         self.pending.push_back(Pending {
             replies: request.replies,
             done: request.done,
+            _room: request.room,
         });
         self.out.extend_from_slice(&request.bytes);
     }

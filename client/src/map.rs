@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
 use crate::cluster_map::SlotRange;
@@ -34,9 +34,19 @@ pub(crate) struct Node {
     /// listens there (a killed process), so requests for its slots wait
     /// for the map to move instead of spending attempts on it.
     refused_at: AtomicU64,
-    /// When a waiting request last tried to connect to it while refused:
-    /// at most one try per [`PROBE_INTERVAL_MS`], however many wait.
+    /// When it last answered that the cluster is down (`CLUSTERDOWN`,
+    /// `MASTERDOWN`, `LOADING`: the status `Unavailable`; ms +1; 0: it has
+    /// answered otherwise since): it cannot serve its slots now, so
+    /// requests for them wait instead of spending attempts, one going
+    /// ahead per [`PROBE_INTERVAL_MS`] to find out when it can.
+    down_at: AtomicU64,
+    /// When a waiting request last tried it while refused or down: at most
+    /// one try per [`PROBE_INTERVAL_MS`], however many wait.
     probed_at: AtomicU64,
+    /// Room for requests in flight on its shared connection
+    /// (`Builder::max_in_flight_per_node`), and that limit.
+    admission: Arc<Semaphore>,
+    max_in_flight: usize,
 }
 
 /// A node that refuses connections is tried again this often by the
@@ -60,7 +70,7 @@ fn clock_ms() -> u64 {
 const MAX_SPARES: usize = 8;
 
 impl Node {
-    pub(crate) fn new(addr: &str) -> Self {
+    pub(crate) fn new(addr: &str, max_in_flight: usize) -> Self {
         Self {
             addr: addr.into(),
             conn: ArcSwapOption::empty(),
@@ -69,13 +79,88 @@ impl Node {
             failed_at: AtomicU64::new(0),
             unanswered: AtomicBool::new(false),
             refused_at: AtomicU64::new(0),
+            down_at: AtomicU64::new(0),
             probed_at: AtomicU64::new(0),
+            admission: Arc::new(Semaphore::new(max_in_flight)),
+            max_in_flight,
         }
+    }
+
+    /// Requests in flight on its shared connection now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.max_in_flight
+            .saturating_sub(self.admission.available_permits())
+    }
+
+    /// Room for `requests` more in flight (all of it for a batch larger
+    /// than the limit) if there is room now.
+    pub(crate) fn try_admit(&self, requests: usize) -> Option<OwnedSemaphorePermit> {
+        self.admission
+            .clone()
+            .try_acquire_many_owned(self.permits(requests))
+            .ok()
+    }
+
+    /// Room for `requests` more in flight, once there is.
+    pub(crate) async fn admit(&self, requests: usize) -> OwnedSemaphorePermit {
+        self.admission
+            .clone()
+            .acquire_many_owned(self.permits(requests))
+            .await
+            .unwrap_or_else(|_| unreachable!("the semaphore is never closed"))
+    }
+
+    fn permits(&self, requests: usize) -> u32 {
+        u32::try_from(requests.min(self.max_in_flight)).unwrap_or(u32::MAX)
     }
 
     /// Whether its last connection attempt was refused (nothing listens).
     pub(crate) fn refusing(&self) -> bool {
         self.refused_at.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether its last answer said the cluster is down.
+    pub(crate) fn down(&self) -> bool {
+        self.down_at.load(Ordering::Relaxed) != 0
+    }
+
+    /// Notes an answer from it: whether it said the cluster is down.
+    pub(crate) fn note_cluster_down(&self, down: bool) {
+        if down {
+            self.down_at.store(clock_ms(), Ordering::Relaxed);
+        } else if self.down() {
+            self.down_at.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a request may be sent to it now: never while it refuses
+    /// connections (a waiting request probes it by connecting instead);
+    /// while it says the cluster is down, one request per
+    /// [`PROBE_INTERVAL_MS`], the one that claims the probe; otherwise
+    /// always.
+    pub(crate) fn may_send(&self) -> bool {
+        if self.refusing() {
+            return false;
+        }
+        !self.down() || self.claim_probe()
+    }
+
+    /// Whether a probe of it is due (unclaimed).
+    pub(crate) fn probe_due(&self) -> bool {
+        let last = self.probed_at.load(Ordering::Relaxed);
+        last == 0 || clock_ms().saturating_sub(last) >= PROBE_INTERVAL_MS
+    }
+
+    /// Claims the probe if it is due: `true` for the one caller that may
+    /// try the node now.
+    fn claim_probe(&self) -> bool {
+        let last = self.probed_at.load(Ordering::Relaxed);
+        let now = clock_ms();
+        let due = last == 0 || now.saturating_sub(last) >= PROBE_INTERVAL_MS;
+        due && self
+            .probed_at
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// For a request waiting on a refusing node: tries to connect, if no
@@ -84,15 +169,7 @@ impl Node {
         if !self.refusing() {
             return true;
         }
-        let now = clock_ms();
-        let last = self.probed_at.load(Ordering::Relaxed);
-        let due = last == 0 || now.saturating_sub(last) >= PROBE_INTERVAL_MS;
-        if !due
-            || self
-                .probed_at
-                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-        {
+        if !self.claim_probe() {
             return false;
         }
         self.connection(timeout, options).await.is_ok()
@@ -187,19 +264,33 @@ impl Node {
 
 /// Every node the client has heard of, by address: seeds, map entries,
 /// redirect targets. Touched on refreshes and redirects, never per request.
-#[derive(Default)]
 pub(crate) struct Registry {
     nodes: std::sync::Mutex<HashMap<Arc<str>, Arc<Node>>>,
+    /// Each node's `max_in_flight_per_node`.
+    max_in_flight: usize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new(crate::config::DEFAULT_MAX_IN_FLIGHT_PER_NODE)
+    }
 }
 
 impl Registry {
+    pub(crate) fn new(max_in_flight: usize) -> Self {
+        Self {
+            nodes: std::sync::Mutex::default(),
+            max_in_flight,
+        }
+    }
+
     /// The node at `addr`, created if new.
     pub(crate) fn node(&self, addr: &str) -> Arc<Node> {
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(node) = nodes.get(addr) {
             return node.clone();
         }
-        let node = Arc::new(Node::new(addr));
+        let node = Arc::new(Node::new(addr, self.max_in_flight));
         nodes.insert(node.addr.clone(), node.clone());
         node
     }

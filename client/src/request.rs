@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
 use redis_protocol::resp2::types::BytesFrame;
 use smallvec::SmallVec;
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 use zaris_core::{
     parse_error_reply, Decision, ErrorReply, KvStatus, Outcome, RetryLoop, RouteError, StopReason,
@@ -187,6 +188,9 @@ pub(crate) struct Retrying {
     retries: RetryLoop,
     deadline: Option<Instant>,
     ask: Option<Arc<Node>>,
+    /// Since when a request sent alone (a transaction) has waited, unsent,
+    /// for its slot to have an owner able to answer.
+    waiting_since: Option<Instant>,
 }
 
 impl Retrying {
@@ -200,6 +204,7 @@ impl Retrying {
             retries: RetryLoop::new(inner.config.policy),
             deadline: inner.config.policy.deadline.map(|d| now + d),
             ask: None,
+            waiting_since: None,
         }
     }
 
@@ -257,6 +262,9 @@ struct InFlight {
     /// It waited as long as it may: from now on it is sent (and counted)
     /// as any request, whatever the map says.
     waited_out: bool,
+    /// This round it goes as the probe of an owner that said the cluster
+    /// is down: a second such answer is a wait, not an attempt.
+    probing: bool,
 }
 
 /// The requests of one round that go to one node in one write (or, for a
@@ -344,6 +352,7 @@ impl Inner {
                 state: None,
                 waiting_since: None,
                 waited_out: false,
+                probing: false,
             })
             .collect();
         while !round.is_empty() {
@@ -371,6 +380,18 @@ impl Inner {
                             match self.judge(mine, &batch.node) {
                                 Verdict::Answer => deliver(round[at].index, Ok(mine)),
                                 Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
+                                // The probe of a node known down found it
+                                // still down: it waits on with the others.
+                                Verdict::Failed(failure)
+                                    if round[at].probing
+                                        && failure.outcome
+                                            == Outcome::Status(KvStatus::Unavailable) =>
+                                {
+                                    match requests.to(round[at].index) {
+                                        To::Slot(slot) => unroutable.push((at, slot)),
+                                        To::Node(_) => failed.push((at, failure)),
+                                    }
+                                }
                                 Verdict::Failed(failure) => failed.push((at, failure)),
                                 Verdict::Ask(to, failure) => {
                                     self.state_of(&mut round[at], started).ask = Some(to);
@@ -445,29 +466,66 @@ impl Inner {
     /// for one, unsent (docs/behaviour.md §3): from when it started waiting,
     /// the refresh wait, and never past its deadline. `None`: no longer.
     fn owner_wait_until(&self, in_flight: &mut InFlight, started: Instant) -> Option<Instant> {
+        let deadline = self.deadline_of(in_flight, started);
+        self.owner_wait_limit(&mut in_flight.waiting_since, deadline)
+    }
+
+    /// The rule of [`Self::owner_wait_until`], for a request that has
+    /// waited since `since` (set now if it had not) and ends by `deadline`.
+    fn owner_wait_limit(
+        &self,
+        since: &mut Option<Instant>,
+        deadline: Option<Instant>,
+    ) -> Option<Instant> {
         // Retries disabled: the caller wants the raw outcome, not a wait.
         if self.config.policy.attempt_budget() <= 1 {
             return None;
         }
         let now = Instant::now();
-        let since = match in_flight.waiting_since {
-            Some(since) => since,
+        let since = match since {
+            Some(since) => *since,
             None => {
                 Counters::bump(&self.counters.owner_waits);
-                *in_flight.waiting_since.insert(now)
+                *since.insert(now)
             }
         };
         let until = since + self.config.refresh_wait;
-        let until = self
-            .deadline_of(in_flight, started)
-            .map_or(until, |d| d.min(until));
+        let until = deadline.map_or(until, |d| d.min(until));
         (now < until).then_some(until)
     }
 
+    /// For a request sent alone (a transaction, a `WATCH`): when `slot`
+    /// has no owner able to answer (none mapped, one refusing connections,
+    /// one saying the cluster is down), waits for one as any request does, unsent, and says
+    /// `true` (look again); `false` once there is one or it has waited
+    /// out (then it is sent as any attempt).
+    pub(crate) async fn waited_for_owner(
+        self: &Arc<Self>,
+        state: &mut Retrying,
+        slot: u16,
+    ) -> bool {
+        let routable = match self.snapshot.load().owner_of_slot(slot) {
+            Ok(owner) => owner.may_send(),
+            Err(RouteError::Unavailable { .. }) => false,
+            Err(_) => true,
+        };
+        if routable {
+            return false;
+        }
+        match self.owner_wait_limit(&mut state.waiting_since, state.deadline) {
+            Some(until) => {
+                self.until_routable(&[(0, slot)], until).await;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Waits until one of `unroutable` (positions and slots) has an owner
-    /// that can take it, or `until`: on the shared refresh, as often as its
-    /// interval allows, and trying a refusing owner again meanwhile (at
-    /// most once an interval), in case it came back where it was.
+    /// that can take it (or one saying the cluster is down is due for a
+    /// probe), or `until`: on the shared refresh, as often as its interval
+    /// allows, and trying a refusing owner again meanwhile (at most once an
+    /// interval), in case it came back where it was.
     async fn until_routable(self: &Arc<Self>, unroutable: &[(usize, u16)], until: Instant) {
         loop {
             let refusing: Vec<Arc<Node>> = {
@@ -475,7 +533,12 @@ impl Inner {
                 let mut refusing: Vec<Arc<Node>> = Vec::new();
                 for &(_, slot) in unroutable {
                     match snapshot.owner_of_slot(slot) {
-                        Ok(owner) if !owner.refusing() => return,
+                        // Able again, or down with a probe due (the next
+                        // round sends it).
+                        Ok(owner) if !owner.refusing() && (!owner.down() || owner.probe_due()) => {
+                            return
+                        }
+                        Ok(owner) if !owner.refusing() => {}
                         Ok(owner) if !refusing.iter().any(|n| Arc::ptr_eq(n, owner)) => {
                             refusing.push(owner.clone());
                         }
@@ -525,7 +588,8 @@ impl Inner {
     /// The round's requests grouped by the node each goes to now (its
     /// `ASK` target, or its slot's owner in the current map). A request
     /// whose slot has no owner, or an owner that refuses connections (a
-    /// dead master the cluster has not replaced yet), is not sent: it goes
+    /// dead master the cluster has not replaced yet) or says the cluster
+    /// is down (unless it is the probe), is not sent: it goes
     /// to `unroutable` with its slot, to wait for the map (until it has
     /// waited out, when it fails or is sent as any request).
     fn batches<R: Requests + ?Sized>(
@@ -539,6 +603,7 @@ impl Inner {
         let read_from = self.config.read_from;
         let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
         for (at, in_flight) in round.iter_mut().enumerate() {
+            in_flight.probing = false;
             let blocking = requests.blocking(in_flight.index);
             let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
             let following = asking.is_some();
@@ -555,9 +620,15 @@ impl Inner {
                 } else {
                     snapshot.owner_of_slot(slot)
                 } {
-                    Ok(node) if node.refusing() && !in_flight.waited_out => {
+                    Ok(node) if !in_flight.waited_out && !node.may_send() => {
                         unroutable.push((at, slot));
                         continue;
+                    }
+                    Ok(node) if node.down() && !in_flight.waited_out => {
+                        // It claimed the probe of a node that says the
+                        // cluster is down.
+                        in_flight.probing = true;
+                        node
                     }
                     Ok(node) => node,
                     Err(RouteError::Unavailable { .. }) if !in_flight.waited_out => {
@@ -617,10 +688,7 @@ impl Inner {
         round: &[InFlight],
         started: Instant,
     ) -> Result<Vec<BytesFrame>, ConnError> {
-        let send = self.write_batch(batch, requests, round, started);
-        if batch.dedicated || !batch.node.unanswered() {
-            return send.await;
-        }
+        let until = Instant::now() + self.attempt_time(batch, round, started);
         let slots: SmallVec<[u16; 1]> = batch
             .members
             .iter()
@@ -630,7 +698,14 @@ impl Inner {
                 To::Node(_) => None,
             })
             .collect();
-        if slots.is_empty() {
+        // Blocking commands, on connections of their own, take no room.
+        let room = if batch.dedicated {
+            None
+        } else {
+            Some(self.room_on(batch, &slots, until).await?)
+        };
+        let send = self.write_batch(batch, requests, round, until, room);
+        if batch.dedicated || !batch.node.unanswered() || slots.is_empty() {
             return send.await;
         }
         tokio::select! {
@@ -641,6 +716,68 @@ impl Inner {
                 Err(ConnError::Superseded(to))
             }
         }
+    }
+
+    /// Room for the batch among its node's requests in flight
+    /// (`max_in_flight_per_node`). At the limit, the batch waits, unsent,
+    /// for room, until `until`, and (on a node that has stopped answering:
+    /// frozen, black-holed) for the map to move one of its `slots`; in the
+    /// last two cases it is not sent ([`ConnError::Saturated`]) and retries
+    /// elsewhere.
+    async fn room_on(
+        self: &Arc<Self>,
+        batch: &Batch,
+        slots: &[u16],
+        until: Instant,
+    ) -> Result<OwnedSemaphorePermit, ConnError> {
+        let requests = batch.members.len();
+        if let Some(room) = batch.node.try_admit(requests) {
+            return Ok(room);
+        }
+        Counters::bump(&self.counters.node_full_waits);
+        let full = || {
+            format!(
+                "{} holds {} requests in flight, the most allowed",
+                batch.node.addr,
+                batch.node.in_flight()
+            )
+        };
+        // Racing the map is for a node that has stopped answering; a busy
+        // one just drains.
+        let silent = batch.node.unanswered();
+        let moved = async {
+            if slots.is_empty() || !silent {
+                std::future::pending::<String>().await
+            } else {
+                self.owner_moves(&batch.node, slots).await
+            }
+        };
+        tokio::select! {
+            room = batch.node.admit(requests) => Ok(room),
+            to = moved => Err(ConnError::Saturated(format!("{}; its slot is {to}", full()))),
+            () = tokio::time::sleep_until(until.into()) => Err(ConnError::Saturated(full())),
+        }
+    }
+
+    /// How long the batch's attempt may take, from now: the attempt
+    /// time-out (a blocking command's own bound instead), never past the
+    /// tightest of its members' deadlines.
+    fn attempt_time(&self, batch: &Batch, round: &[InFlight], started: Instant) -> Duration {
+        let deadline = batch
+            .members
+            .iter()
+            .map(|&(at, _)| self.deadline_of(&round[at], started))
+            .min()
+            .flatten();
+        // A blocking command, alone in its batch, may wait its whole deadline.
+        let limit = if batch.dedicated {
+            BLOCKING_WITHOUT_DEADLINE
+        } else {
+            self.config.attempt_timeout
+        };
+        deadline.map_or(limit, |d| {
+            d.saturating_duration_since(Instant::now()).min(limit)
+        })
     }
 
     /// Resolves, saying where the slot went, once the map names another
@@ -670,36 +807,29 @@ impl Inner {
         }
     }
 
-    /// [`Self::send_batch`] without the race.
+    /// [`Self::send_batch`] without the race: written, and its replies
+    /// awaited until `until`.
     async fn write_batch<R: Requests + ?Sized>(
         &self,
         batch: &Batch,
         requests: &R,
         round: &[InFlight],
-        started: Instant,
+        until: Instant,
+        room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<BytesFrame>, ConnError> {
         let index = |at: usize| round[at].index;
-        // The tightest of the members' deadlines bounds the wait.
-        let deadline = batch
-            .members
-            .iter()
-            .map(|&(at, _)| self.deadline_of(&round[at], started))
-            .min()
-            .flatten();
-        // A blocking command, alone in its batch, may wait its whole deadline.
-        let limit = if batch.dedicated {
-            BLOCKING_WITHOUT_DEADLINE
-        } else {
-            self.config.attempt_timeout
-        };
-        let timeout = deadline.map_or(limit, |d| {
-            d.saturating_duration_since(Instant::now()).min(limit)
-        });
+        let timeout = until.saturating_duration_since(Instant::now());
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = batch.members[..] {
             let i = index(at);
             return self
-                .send_on(batch, requests.shared(i), requests.replies(i), timeout)
+                .send_on(
+                    batch,
+                    requests.shared(i),
+                    requests.replies(i),
+                    timeout,
+                    room,
+                )
                 .await;
         }
         let size = batch
@@ -717,17 +847,20 @@ impl Inner {
             bytes.extend_from_slice(requests.bytes(index(at)));
             replies += requests.replies(index(at));
         }
-        self.send_on(batch, bytes.freeze(), replies, timeout).await
+        self.send_on(batch, bytes.freeze(), replies, timeout, room)
+            .await
     }
 
-    /// `bytes` on the batch's node: its shared connection, or one of its
-    /// own for a blocking command.
+    /// `bytes` on the batch's node: its shared connection (holding `room`
+    /// there until the replies come), or one of its own for a blocking
+    /// command.
     async fn send_on(
         &self,
         batch: &Batch,
         bytes: Bytes,
         replies: usize,
         timeout: Duration,
+        room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<BytesFrame>, ConnError> {
         if batch.dedicated {
             // Connecting may not take the whole wait.
@@ -739,7 +872,7 @@ impl Inner {
         } else {
             let sent = async {
                 let conn = batch.node.connection(timeout, &self.config.conn).await?;
-                conn.request(bytes, replies, timeout).await
+                conn.request_in(bytes, replies, timeout, room).await
             }
             .await;
             batch.node.note_reply(&sent);
@@ -779,7 +912,12 @@ impl Inner {
                 detail: "no reply".into(),
             });
         };
-        match classify(first, &node.addr) {
+        let classified = classify(first, &node.addr);
+        node.note_cluster_down(matches!(
+            classified,
+            Classified::Status(KvStatus::Unavailable)
+        ));
+        match classified {
             Classified::Answer => Verdict::Answer,
             Classified::Moved { slot, addr } => {
                 Verdict::Failed(self.moved(slot, &node.addr, &addr))

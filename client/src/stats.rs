@@ -56,6 +56,7 @@ pub(crate) struct Counters {
     pub watch_conflicts: AtomicU64,
     pub attempts_abandoned: AtomicU64,
     pub owner_waits: AtomicU64,
+    pub node_full_waits: AtomicU64,
 }
 
 impl Counters {
@@ -102,6 +103,7 @@ impl Counters {
             watch_conflicts: get(&self.watch_conflicts),
             attempts_abandoned: get(&self.attempts_abandoned),
             owner_waits: get(&self.owner_waits),
+            node_full_waits: get(&self.node_full_waits),
         }
     }
 }
@@ -146,6 +148,9 @@ pub struct Stats {
     /// to answer (a dead master not yet failed over, a slot without an
     /// owner): waits, not attempts.
     pub owner_waits: u64,
+    /// Requests that found their node holding `max_in_flight_per_node`
+    /// requests already and waited, unsent, for room.
+    pub node_full_waits: u64,
 }
 
 impl Stats {

@@ -273,7 +273,9 @@ impl Transaction {
 /// One attempt's node for `slot` and a connection to it (one of its own
 /// when `dedicated`). `None` when there is no owner mapped or no
 /// connection: nothing was sent, the failure went through the retry
-/// machine (its refresh and delay are done), and the caller tries again.
+/// machine (its refresh and delay are done), and the caller tries again;
+/// also after waiting, unsent, for an owner able to answer (a dead master
+/// not yet replaced), as any request waits.
 async fn attempt_on(
     inner: &Arc<Inner>,
     state: &mut Retrying,
@@ -281,6 +283,9 @@ async fn attempt_on(
     timeout: Duration,
     dedicated: bool,
 ) -> Result<Option<(Arc<Node>, Arc<Connection>)>, Error> {
+    if inner.waited_for_owner(state, slot).await {
+        return Ok(None);
+    }
     let node = match inner.snapshot.load().owner_of_slot(slot) {
         Ok(node) => node.clone(),
         Err(e) => {

@@ -7,6 +7,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::proxy::{Faults, Proxy};
 use crate::{Frame, RedisNode, RespConn, Transport};
 
 /// Cluster bus time-out: a dead master is failed over in a second or two.
@@ -33,12 +34,30 @@ const NODE_ARGS: &[&str] = &[
     "local",
 ];
 
+/// The last octet of node `i`'s source address (`127.0.0.x`) in a
+/// proxied cluster.
+fn source_of(i: usize) -> u8 {
+    u8::try_from(10 + i).unwrap_or(u8::MAX)
+}
+
 /// A running cluster.
 pub struct Cluster {
     binary: String,
     transport: Transport,
     nodes: Vec<RedisNode>,
     ids: Vec<String>,
+    /// Whether every node sits behind proxies (see [`Cluster::start_proxied`]).
+    proxied: bool,
+    /// Each node's proxies, when proxied.
+    proxies: Vec<Option<NodeProxies>>,
+}
+
+/// The proxies in front of one node: its client port and its cluster bus.
+struct NodeProxies {
+    client: Proxy,
+    bus: Proxy,
+    /// Cut off by [`Cluster::partition`].
+    cut: std::sync::atomic::AtomicBool,
 }
 
 fn text(frame: &Frame) -> String {
@@ -107,6 +126,20 @@ impl Cluster {
         Self::start_on(binary, masters, replicas, Transport::Plain)
     }
 
+    /// [`Cluster::start`], every node behind a fault-injecting [`Proxy`] on
+    /// its client port and another on its cluster bus, whose ports it
+    /// announces: clients, replicas and the other nodes reach it only
+    /// through them ([`Cluster::addr`] is the proxy's address), while the
+    /// harness administers it directly. Faults are set per node with
+    /// [`Cluster::fault`], [`Cluster::partition`] and
+    /// [`Cluster::drop_connections`].
+    ///
+    /// # Errors
+    /// A node or proxy did not start, or the cluster did not converge.
+    pub fn start_proxied(binary: &str, masters: usize, replicas: usize) -> io::Result<Self> {
+        Self::build(binary, masters, replicas, Transport::Plain, true)
+    }
+
     /// [`Cluster::start`], every node reached by `transport` (TLS only,
     /// the cluster bus and replication included, for [`Transport::Tls`]).
     ///
@@ -118,12 +151,24 @@ impl Cluster {
         replicas: usize,
         transport: Transport,
     ) -> io::Result<Self> {
+        Self::build(binary, masters, replicas, transport, false)
+    }
+
+    fn build(
+        binary: &str,
+        masters: usize,
+        replicas: usize,
+        transport: Transport,
+        proxied: bool,
+    ) -> io::Result<Self> {
         let total = masters * (1 + replicas);
         let mut cluster = Self {
             binary: binary.to_owned(),
             transport,
             nodes: Vec::new(),
             ids: Vec::new(),
+            proxied,
+            proxies: Vec::new(),
         };
         for _ in 0..total {
             cluster.spawn_node()?;
@@ -161,21 +206,112 @@ impl Cluster {
     }
 
     fn spawn_node(&mut self) -> io::Result<usize> {
-        let node =
-            RedisNode::start_cluster_node_on(&self.binary, NODE_ARGS, self.transport.clone())?;
+        let mut args: Vec<String> = NODE_ARGS.iter().map(|a| (*a).to_owned()).collect();
+        let proxies = if self.proxied {
+            if !matches!(self.transport, Transport::Plain) {
+                return Err(io::Error::other("proxied clusters are plain-text only"));
+            }
+            let proxies = NodeProxies {
+                client: Proxy::start()?,
+                bus: Proxy::start()?,
+                cut: std::sync::atomic::AtomicBool::new(false),
+            };
+            args.extend([
+                // Its own source address, so that the others' proxies can
+                // tell its connections apart (see `partition`).
+                "--bind-source-addr".to_owned(),
+                format!("127.0.0.{}", source_of(self.nodes.len())),
+                "--cluster-announce-port".to_owned(),
+                proxies.client.port().to_string(),
+                "--cluster-announce-bus-port".to_owned(),
+                proxies.bus.port().to_string(),
+            ]);
+            Some(proxies)
+        } else {
+            None
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let node = RedisNode::start_cluster_node_on(&self.binary, &args, self.transport.clone())?;
+        if let Some(proxies) = &proxies {
+            proxies.client.forward_to(node.port());
+            proxies.bus.forward_to(node.port() + 10000);
+        }
         let id = text(&node.connect()?.command(&[b"CLUSTER", b"MYID"])?);
         self.nodes.push(node);
         self.ids.push(id);
+        self.proxies.push(proxies);
         Ok(self.nodes.len() - 1)
     }
 
     fn meet(&self, i: usize) -> io::Result<()> {
-        let port = self.nodes[0].port().to_string();
+        // Node 0 as the others see it: through its proxies, when proxied.
+        let (port, bus) = match &self.proxies[0] {
+            Some(p) => (p.client.port(), p.bus.port()),
+            None => (self.nodes[0].port(), self.nodes[0].port() + 10000),
+        };
+        let (port, bus) = (port.to_string(), bus.to_string());
         ok(
-            self.conn(i)?
-                .command(&[b"CLUSTER", b"MEET", b"127.0.0.1", port.as_bytes()])?,
+            self.conn(i)?.command(&[
+                b"CLUSTER",
+                b"MEET",
+                b"127.0.0.1",
+                port.as_bytes(),
+                bus.as_bytes(),
+            ])?,
             "MEET",
         )
+    }
+
+    fn proxies(&self, i: usize) -> io::Result<&NodeProxies> {
+        self.proxies[i]
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the cluster was not started proxied"))
+    }
+
+    /// Applies `faults` to node `i`'s client port (clients and replicas):
+    /// latency, one direction cut, replies slowed ([`Faults::HEALTHY`] heals).
+    ///
+    /// # Errors
+    /// The cluster is not proxied.
+    pub fn fault(&self, i: usize, faults: Faults) -> io::Result<()> {
+        self.proxies(i)?.client.set(faults);
+        Ok(())
+    }
+
+    /// Node `i` falls off the network (or, with `false`, comes back): its
+    /// client port and its bus become black holes, accepting connections
+    /// and answering nothing, and what it sends the others (gossip,
+    /// replication) is held too, so the cluster fails it over as it would
+    /// a node across a broken link, while its process runs on.
+    ///
+    /// # Errors
+    /// The cluster is not proxied.
+    pub fn partition(&self, i: usize, cut: bool) -> io::Result<()> {
+        let faults = if cut {
+            Faults::BLACK_HOLE
+        } else {
+            Faults::HEALTHY
+        };
+        let proxies = self.proxies(i)?;
+        proxies.client.set(faults);
+        proxies.bus.set(faults);
+        proxies.cut.store(cut, std::sync::atomic::Ordering::Relaxed);
+        for j in (0..self.nodes.len()).filter(|&j| j != i) {
+            let others = self.proxies(j)?;
+            others.client.block_source(source_of(i), cut);
+            others.bus.block_source(source_of(i), cut);
+        }
+        Ok(())
+    }
+
+    /// Closes every client connection to node `i` open now (new ones are
+    /// accepted).
+    ///
+    /// # Errors
+    /// The cluster is not proxied.
+    pub fn drop_connections(&self, i: usize) -> io::Result<()> {
+        self.proxies(i)?.client.drop_connections();
+        Ok(())
     }
 
     fn wait_all_known(&self) -> io::Result<()> {
@@ -242,30 +378,39 @@ impl Cluster {
         Ok(map)
     }
 
-    /// The indexes of the nodes not killed.
+    /// The indexes of the nodes not killed, frozen or partitioned.
     #[must_use]
     pub fn running(&self) -> Vec<usize> {
         (0..self.nodes.len())
             .filter(|&i| self.nodes[i].is_running())
+            .filter(|&i| {
+                self.proxies[i]
+                    .as_ref()
+                    .is_none_or(|p| !p.cut.load(std::sync::atomic::Ordering::Relaxed))
+            })
             .collect()
     }
 
-    /// Node `i`'s address.
+    /// Node `i`'s address as the cluster announces it (its proxy's, when
+    /// proxied).
     #[must_use]
     pub fn addr(&self, i: usize) -> String {
-        self.nodes[i].addr()
+        match &self.proxies[i] {
+            Some(p) => format!("127.0.0.1:{}", p.client.port()),
+            None => self.nodes[i].addr(),
+        }
     }
 
     /// Every node's address (seeds for a client).
     #[must_use]
     pub fn addrs(&self) -> Vec<String> {
-        self.nodes.iter().map(RedisNode::addr).collect()
+        (0..self.nodes.len()).map(|i| self.addr(i)).collect()
     }
 
     /// The index of the node at `addr`.
     #[must_use]
     pub fn index_of(&self, addr: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.addr() == addr)
+        (0..self.nodes.len()).position(|i| self.addr(i) == addr)
     }
 
     /// A fresh connection to node `i`.
@@ -398,6 +543,32 @@ impl Cluster {
         self.wait_healthy()
     }
 
+    /// `CLUSTER FAILOVER TAKEOVER` on `replica`: it takes its master's
+    /// slots without the master's agreement or a last sync (writes the old
+    /// master acknowledged meanwhile may be lost), and the cluster agrees.
+    ///
+    /// # Errors
+    /// The takeover did not complete.
+    pub fn takeover(&self, replica: usize) -> io::Result<()> {
+        ok(
+            self.conn(replica)?
+                .command(&[b"CLUSTER", b"FAILOVER", b"TAKEOVER"])?,
+            "CLUSTER FAILOVER TAKEOVER",
+        )?;
+        wait_until("the replica is master", || self.is_master(replica))?;
+        self.wait_healthy()
+    }
+
+    /// Waits until node `i`, replaced while frozen or cut off, has learnt
+    /// it and follows the new master; then for a healthy cluster.
+    ///
+    /// # Errors
+    /// It never stepped down.
+    pub fn wait_steps_down(&self, i: usize) -> io::Result<()> {
+        wait_until("the replaced master steps down", || Ok(!self.is_master(i)?))?;
+        self.wait_healthy()
+    }
+
     /// Cuts replica `i` off from its master for `time`: it drops its
     /// replication link (`CLIENT KILL TYPE master`) and freezes at once
     /// (`DEBUG SLEEP`, from a thread of its own), so it cannot reconnect.
@@ -472,6 +643,25 @@ impl Cluster {
             Ok(reply == crate::simple("OK"))
         })?;
         self.wait_healthy()
+    }
+
+    /// Starts the killed node `i` again as it was (a master with its slots
+    /// returns as their master when no replica took them), and waits for
+    /// a healthy cluster.
+    ///
+    /// # Errors
+    /// It did not come back.
+    pub fn revive(&mut self, i: usize) -> io::Result<()> {
+        self.nodes[i].restart()?;
+        self.wait_healthy()
+    }
+
+    /// Whether node `i` says `cluster_state:fail` (it serves nothing).
+    ///
+    /// # Errors
+    /// It does not answer.
+    pub fn says_down(&self, i: usize) -> io::Result<bool> {
+        Ok(text(&self.conn(i)?.command(&[b"CLUSTER", b"INFO"])?).contains("cluster_state:fail"))
     }
 
     /// Starts a new, empty master and introduces it to the cluster.

@@ -16,6 +16,8 @@ use std::process::{Child, Command, Stdio};
 
 pub mod cluster;
 pub mod keys;
+pub mod proxy;
+pub mod soak;
 pub mod tls;
 use std::time::{Duration, Instant};
 

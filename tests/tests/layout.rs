@@ -78,7 +78,7 @@ fn crates_depend_downward() {
         ("python", &["zaris-core"][..]),
         ("baremetal", &["zaris-core"][..]),
         ("bench", &["zaris-core"][..]),
-        ("tests", &[][..]),
+        ("tests", &["zaris-core", "zaris-client"][..]),
         ("core/fuzz", &["zaris-core"][..]),
         ("client/fuzz", &["zaris-client"][..]),
         ("wasm/fuzz", &["zaris-wasm"][..]),

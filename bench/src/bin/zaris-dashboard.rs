@@ -25,6 +25,9 @@ struct Paths {
     interleaved: PathBuf,
     quick: PathBuf,
     dashboard: PathBuf,
+    /// The recorded soaks (`just soak`): the latest report and timeline,
+    /// and a summary line of each.
+    soak: PathBuf,
 }
 
 impl Paths {
@@ -37,6 +40,7 @@ impl Paths {
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
         Self {
             history: root.join("bench/history.jsonl"),
+            soak: root.join("bench/soak"),
             criterion: target.join("criterion"),
             allocs: target.join("zaris-bench/allocs.json"),
             interleaved: target.join("zaris-bench/interleaved.json"),
@@ -192,12 +196,52 @@ fn render(paths: &Paths, quick: bool) -> Result<()> {
     let index = paths.dashboard.join("index.html");
     fs::write(&index, page::render(&history, &charts))
         .with_context(|| format!("writing {}", index.display()))?;
+    render_reliability(paths)?;
     tracing::info!(
         "dashboard: {} charts and {} ({} runs)",
         charts.len(),
         index.display(),
         history.len()
     );
+    Ok(())
+}
+
+/// `reliability.html` from the recorded soaks, the timeline beside it.
+fn render_reliability(paths: &Paths) -> Result<()> {
+    let read_json = |name: &str| -> Result<Option<serde_json::Value>> {
+        let path = paths.soak.join(name);
+        match fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    };
+    let latest = read_json("report.json")?;
+    let history: Vec<serde_json::Value> = match fs::read_to_string(paths.soak.join("history.jsonl"))
+    {
+        Ok(text) => text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?,
+        Err(_) => Vec::new(),
+    };
+    let timeline = paths.soak.join("timeline.svg");
+    let shown = if timeline.exists() {
+        fs::copy(&timeline, paths.dashboard.join("soak-timeline.svg"))?;
+        Some("soak-timeline.svg")
+    } else {
+        None
+    };
+    let page = paths.dashboard.join("reliability.html");
+    fs::write(
+        &page,
+        zaris_bench::reliability::render(latest.as_ref(), &history, shown),
+    )
+    .with_context(|| format!("writing {}", page.display()))?;
     Ok(())
 }
 

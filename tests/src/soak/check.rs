@@ -1,0 +1,718 @@
+//! The soak's checker: reads the history back and judges it key by key
+//! against the final state, then draws the timeline.
+//!
+//! What it holds the client to (each miss is a violation):
+//! - every acknowledged durable write (`WAIT 1`) is present: its value or
+//!   a later one from the same writer;
+//! - acknowledged plain writes are lost only in the window of an event
+//!   that can lose them (a `kill -9`, a long freeze, a partition, a forced
+//!   takeover: the replica that took over never had them), and are counted;
+//! - no read returns a value that was never written;
+//! - every acknowledged list append is present, except in such a window;
+//!   a value appears twice only when some attempt's outcome was unknown (a
+//!   time-out retried), and both are counted;
+//! - counters end between their acknowledged increments and those plus the
+//!   unknown ones; compare-and-set chains have no fork (a version
+//!   acknowledged twice) and no gap (a version no operation made);
+//! - the two counters a transaction increments together stay equal;
+//! - no operation ran past its deadline by more than 100 ms;
+//! - refreshes stay under the bound of docs/behaviour.md §5: per client,
+//!   one per refresh interval (500 ms) an event lasts, plus two, plus the
+//!   polls;
+//! - the process's memory does not grow: at the end at most 1.25x what it
+//!   was 10 s in, plus 16 MiB.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::BufRead;
+use std::path::Path;
+
+use plotters::prelude::*;
+use zaris_client::{RefreshCause, Stats};
+
+use super::nemesis::{Event, EventKind};
+use super::workload::{Finals, Sample, DEADLINE, QUEUE, TX_KEYS};
+use super::Config;
+
+/// How much later than its deadline an operation may end.
+const DEADLINE_SLACK_MS: f64 = 100.0;
+/// A write acknowledged this long before a lossy event may still be in
+/// flight to the replica that takes over.
+const REPLICATION_LAG_MS: f64 = 1_000.0;
+/// The refresh interval (docs/behaviour.md §5).
+const REFRESH_INTERVAL_MS: f64 = 500.0;
+
+/// Operations and how many succeeded.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Tally {
+    /// Operations.
+    pub operations: u64,
+    /// Of which succeeded.
+    pub succeeded: u64,
+    /// `succeeded / operations` (1 with none).
+    pub ratio: f64,
+}
+
+impl Tally {
+    fn add(&mut self, ok: bool) {
+        self.operations += 1;
+        self.succeeded += u64::from(ok);
+    }
+
+    fn close(mut self) -> Self {
+        self.ratio = if self.operations == 0 {
+            1.0
+        } else {
+            self.succeeded as f64 / self.operations as f64
+        };
+        self
+    }
+}
+
+/// Acknowledged writes found missing, by where.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Lost {
+    /// Inside the window of an event that may lose them.
+    pub inside_lossy_windows: u64,
+    /// Anywhere else (a violation).
+    pub elsewhere: u64,
+    /// The keys (up to 20).
+    pub keys: Vec<String>,
+}
+
+impl Lost {
+    fn note(&mut self, key: &str, inside: bool) {
+        if inside {
+            self.inside_lossy_windows += 1;
+        } else {
+            self.elsewhere += 1;
+        }
+        if self.keys.len() < 20 {
+            self.keys.push(key.to_owned());
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.inside_lossy_windows + self.elsewhere
+    }
+}
+
+/// One second of the run.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Second {
+    /// Operations that succeeded, completed in that second.
+    pub succeeded: u64,
+    /// Operations that failed.
+    pub failed: u64,
+    /// Map refreshes started.
+    pub refreshes: u64,
+}
+
+/// The soak's figures and verdict.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Report {
+    /// `redis-server` or `valkey-server`.
+    pub server: String,
+    /// The seed: the same one replays the same events.
+    pub seed: u64,
+    /// How long the workload ran.
+    pub seconds: u64,
+    /// Every operation of the workload.
+    pub all: Tally,
+    /// Operations invoked inside a `kill -9` window (the kill to the
+    /// cluster healthy again).
+    pub in_kill_windows: Tally,
+    /// Events by kind.
+    pub events_by_kind: BTreeMap<EventKind, u64>,
+    /// Every event.
+    pub events: Vec<Event>,
+    /// Acknowledged durable writes (registers, counters, compare-and-set)
+    /// missing at the end.
+    pub lost_durable_writes: u64,
+    /// Acknowledged plain writes missing at the end.
+    pub lost_plain_writes: Lost,
+    /// Acknowledged list appends (and queue pushes) missing at the end.
+    pub lost_appends: Lost,
+    /// List values present twice.
+    pub duplicated_appends: u64,
+    /// Attempts whose outcome was unknown (timed out, retried).
+    pub unknown_outcomes: u64,
+    /// The longest operation (ms).
+    pub worst_operation_ms: f64,
+    /// Map refreshes started, both clients.
+    pub refreshes: u64,
+    /// Refreshes started per event, polls left out.
+    pub refreshes_per_event: f64,
+    /// The bound on refreshes (see the module).
+    pub refresh_bound: u64,
+    /// Resident memory 10 s in and at the end (KiB).
+    pub memory_kib: [u64; 2],
+    /// Sharded pub/sub: published, received, gaps told.
+    pub pubsub: [u64; 3],
+    /// Each second.
+    pub timeline: Vec<Second>,
+    /// Every check that failed.
+    pub violations: Vec<String>,
+}
+
+impl Report {
+    /// Whether every check held.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The figures in a few lines.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let events: Vec<String> = self
+            .events_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k:?} {n}"))
+            .collect();
+        format!(
+            "{} operations on {} in {} s, {:.4}% succeeded; in kill -9 windows {} of {} ({:.4}%)\n    \
+             events: {}\n    \
+             lost: {} durable writes, {} plain writes ({} inside lossy windows), {} appends ({} inside); \
+             {} values appended twice, {} unknown outcomes\n    \
+             worst operation {:.0} ms; {} refreshes ({:.1} an event, bound {}); memory {} -> {} KiB; \
+             pub/sub {} published, {} received, {} gaps; {} violations",
+            self.all.operations,
+            self.server,
+            self.seconds,
+            self.all.ratio * 100.0,
+            self.in_kill_windows.succeeded,
+            self.in_kill_windows.operations,
+            self.in_kill_windows.ratio * 100.0,
+            events.join(", "),
+            self.lost_durable_writes,
+            self.lost_plain_writes.total(),
+            self.lost_plain_writes.inside_lossy_windows,
+            self.lost_appends.total(),
+            self.lost_appends.inside_lossy_windows,
+            self.duplicated_appends,
+            self.unknown_outcomes,
+            self.worst_operation_ms,
+            self.refreshes,
+            self.refreshes_per_event,
+            self.refresh_bound,
+            self.memory_kib[0],
+            self.memory_kib[1],
+            self.pubsub[0],
+            self.pubsub[1],
+            self.pubsub[2],
+            self.violations.len(),
+        )
+    }
+}
+
+/// One line of the history.
+struct Op<'a> {
+    kind: &'a str,
+    key: &'a str,
+    value: &'a str,
+    invoked: f64,
+    completed: f64,
+    ok: bool,
+    conflict: bool,
+}
+
+fn parse(line: &str) -> Option<Op<'_>> {
+    let mut f = line.split('\t');
+    let (kind, key, value) = (f.next()?, f.next()?, f.next()?);
+    let invoked = f.next()?.parse().ok()?;
+    let completed = f.next()?.parse().ok()?;
+    let outcome = f.next()?;
+    Some(Op {
+        kind,
+        key,
+        value,
+        invoked,
+        completed,
+        ok: outcome == "ok",
+        conflict: outcome == "err:conflict",
+    })
+}
+
+/// `w.n` → `(w, n)`.
+fn sequence(value: &str) -> Option<(&str, u64)> {
+    let (writer, n) = value.rsplit_once('.')?;
+    Some((writer, n.parse().ok()?))
+}
+
+#[derive(Default)]
+struct Register {
+    durable: bool,
+    /// The highest acknowledged `n`, and when it was acknowledged.
+    acked: Option<(u64, f64)>,
+    written: HashSet<String>,
+}
+
+#[derive(Default)]
+struct Counted {
+    acked: u64,
+    unknown: u64,
+    acked_versions: Vec<u64>,
+}
+
+/// Reads the history and judges it.
+pub(crate) fn judge(
+    config: &Config,
+    history: &Path,
+    _lines: u64,
+    events: &[Event],
+    finals: &Finals,
+    samples: &[Sample],
+    stats: [&Stats; 2],
+) -> anyhow::Result<Report> {
+    let mut report = Report {
+        server: config.server.clone(),
+        seed: config.seed,
+        seconds: config.seconds,
+        events: events.to_vec(),
+        ..Report::default()
+    };
+    let mut violations = Vec::new();
+    for e in events {
+        *report.events_by_kind.entry(e.kind).or_default() += 1;
+        if !e.trouble.is_empty() {
+            violations.push(format!(
+                "the nemesis's {:?} at {:.1} s went wrong: {}",
+                e.kind,
+                e.start_ms / 1000.0,
+                e.trouble
+            ));
+        }
+    }
+    let lossy = |at: f64| {
+        events.iter().any(|e| {
+            e.kind.may_lose_plain_writes()
+                && at >= e.start_ms - REPLICATION_LAG_MS
+                && at <= e.end_ms
+        })
+    };
+    let kills: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::KillMaster)
+        .map(|e| (e.start_ms, e.end_ms))
+        .collect();
+
+    let mut registers: HashMap<String, Register> = HashMap::new();
+    let mut reads: Vec<(String, String)> = Vec::new();
+    let mut appends: HashMap<String, (HashSet<String>, Vec<(String, f64)>)> = HashMap::new();
+    let mut counters: HashMap<String, Counted> = HashMap::new();
+    let mut multi_written: HashSet<String> = HashSet::from(["-".to_owned()]);
+    let mut multi_reads: Vec<String> = Vec::new();
+    let mut popped: HashMap<String, u64> = HashMap::new();
+    let mut timeline: Vec<Second> = vec![Second::default(); config.seconds as usize + 30];
+    let mut all = Tally::default();
+    let mut in_kills = Tally::default();
+    let mut worst: f64 = 0.0;
+    let deadline_ms = DEADLINE.as_secs_f64() * 1000.0;
+    let mut pubsub = [0u64; 3];
+
+    let file = std::io::BufReader::new(std::fs::File::open(history)?);
+    for line in file.lines() {
+        let line = line?;
+        let Some(op) = parse(&line) else {
+            violations.push(format!("an unreadable history line: {line:?}"));
+            continue;
+        };
+        match op.kind {
+            "recv" => {
+                pubsub[1] += 1;
+                continue;
+            }
+            "gap" => {
+                pubsub[2] += 1;
+                continue;
+            }
+            "sub" => {
+                violations.push(format!("could not subscribe: {line}"));
+                continue;
+            }
+            "pub" if op.ok => pubsub[0] += 1,
+            _ => {}
+        }
+        // A conflict is an answer: the operation worked as asked.
+        let ok = op.ok || op.conflict;
+        all.add(ok);
+        if kills
+            .iter()
+            .any(|&(a, b)| op.invoked >= a && op.invoked <= b)
+        {
+            in_kills.add(ok);
+        }
+        let took = op.completed - op.invoked;
+        worst = worst.max(took);
+        if took > deadline_ms + DEADLINE_SLACK_MS {
+            violations.push(format!(
+                "past its deadline by {:.0} ms: {line}",
+                took - deadline_ms
+            ));
+        }
+        let second = (op.completed / 1000.0) as usize;
+        if let Some(s) = timeline.get_mut(second) {
+            if ok {
+                s.succeeded += 1;
+            } else {
+                s.failed += 1;
+            }
+        }
+        match op.kind {
+            "dw" | "pw" => {
+                let r = registers.entry(op.key.to_owned()).or_default();
+                r.durable = op.kind == "dw";
+                r.written.insert(op.value.to_owned());
+                if op.ok {
+                    if let Some((_, n)) = sequence(op.value) {
+                        if r.acked.is_none_or(|(m, _)| n > m) {
+                            r.acked = Some((n, op.completed));
+                        }
+                    }
+                }
+            }
+            "dr" | "pr" if op.ok => reads.push((op.key.to_owned(), op.value.to_owned())),
+            "ap" | "push" => {
+                let (written, acked) = appends.entry(op.key.to_owned()).or_default();
+                written.insert(op.value.to_owned());
+                if op.ok {
+                    acked.push((op.value.to_owned(), op.completed));
+                }
+            }
+            "pop" if op.ok => *popped.entry(op.value.to_owned()).or_default() += 1,
+            "inc" | "tx" => {
+                let c = counters.entry(op.key.to_owned()).or_default();
+                if op.ok {
+                    c.acked += 1;
+                } else {
+                    c.unknown += 1;
+                }
+            }
+            "cas" => {
+                let c = counters.entry(op.key.to_owned()).or_default();
+                if op.ok {
+                    c.acked += 1;
+                    c.acked_versions.push(op.value.parse().unwrap_or(0));
+                } else if op.value != "-" {
+                    // A conflict too: it may answer a retry of an attempt
+                    // that timed out after it applied.
+                    c.unknown += 1;
+                }
+            }
+            "mw" => {
+                multi_written.insert(op.value.to_owned());
+            }
+            "mr" if op.ok => multi_reads.push(op.value.to_owned()),
+            _ => {}
+        }
+    }
+    report.unknown_outcomes = stats
+        .iter()
+        .map(|s| s.retries_after_transport_failure)
+        .sum();
+
+    // Registers: the final value is the last acknowledged one or later.
+    for (key, r) in &registers {
+        let Some((acked, at)) = r.acked else { continue };
+        let last = finals
+            .values
+            .get(key)
+            .cloned()
+            .flatten()
+            .and_then(|v| sequence(&v).map(|(_, n)| n))
+            .unwrap_or(0);
+        if last < acked {
+            if r.durable {
+                report.lost_durable_writes += 1;
+                violations.push(format!("{key}: durable write {acked} lost (found {last})"));
+            } else {
+                report.lost_plain_writes.note(key, lossy(at));
+            }
+        }
+    }
+    for (key, value) in &reads {
+        let written = registers
+            .get(key)
+            .is_some_and(|r| r.written.contains(value));
+        if value != "-" && !written {
+            violations.push(format!("{key}: read {value:?}, never written"));
+        }
+    }
+    for read in &multi_reads {
+        for value in read.split(',') {
+            if !multi_written.contains(value) {
+                violations.push(format!("MGET read {value:?}, never written"));
+            }
+        }
+    }
+
+    // Lists and the queue: every acknowledged append present once.
+    for (list, (written, acked)) in &appends {
+        let present = finals.lists.get(list).cloned().unwrap_or_default();
+        let mut seen: HashMap<&str, u64> = HashMap::new();
+        for v in &present {
+            *seen.entry(v.as_str()).or_default() += 1;
+            if !written.contains(v) {
+                violations.push(format!("{list} holds {v:?}, never appended"));
+            }
+        }
+        report.duplicated_appends += seen
+            .values()
+            .filter(|&&n| n > 1)
+            .map(|n| n - 1)
+            .sum::<u64>();
+        for (value, at) in acked {
+            let found = seen.contains_key(value.as_str())
+                || (list == QUEUE && popped.contains_key(value.as_str()));
+            if !found {
+                report
+                    .lost_appends
+                    .note(&format!("{list} {value}"), lossy(*at));
+            }
+        }
+        if list == QUEUE {
+            report.duplicated_appends += popped
+                .values()
+                .filter(|&&n| n > 1)
+                .map(|n| n - 1)
+                .sum::<u64>();
+            for v in popped.keys() {
+                if !written.contains(v) {
+                    violations.push(format!("popped {v:?}, never pushed"));
+                }
+            }
+        }
+    }
+    if report.duplicated_appends > report.unknown_outcomes {
+        violations.push(format!(
+            "{} values appended twice, but only {} attempts had an unknown outcome",
+            report.duplicated_appends, report.unknown_outcomes
+        ));
+    }
+
+    // Counters, transactions and compare-and-set chains.
+    let value_of = |key: &str| -> u64 {
+        finals
+            .values
+            .get(key)
+            .cloned()
+            .flatten()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    for (key, c) in &counters {
+        if key.starts_with("cas:") {
+            let version = finals.versions.get(key).copied().unwrap_or(0);
+            let mut acked = c.acked_versions.clone();
+            acked.sort_unstable();
+            let forks = acked.windows(2).filter(|w| w[0] == w[1]).count();
+            if forks > 0 {
+                violations.push(format!(
+                    "{key}: {forks} version(s) acknowledged twice (a fork)"
+                ));
+            }
+            if acked.last().is_some_and(|&m| version < m) {
+                report.lost_durable_writes += 1;
+                violations.push(format!(
+                    "{key}: at version {version}, {acked:?} acknowledged"
+                ));
+            }
+            if version > c.acked + c.unknown {
+                violations.push(format!(
+                    "{key}: at version {version}, only {} operations could have made it (a gap)",
+                    c.acked + c.unknown
+                ));
+            }
+            continue;
+        }
+        let value = value_of(key);
+        let slack = report.unknown_outcomes;
+        if value < c.acked {
+            report.lost_durable_writes += 1;
+            violations.push(format!(
+                "{key}: {value}, below its {} acknowledged increments",
+                c.acked
+            ));
+        }
+        if value > c.acked + c.unknown + slack {
+            violations.push(format!(
+                "{key}: {value}, above its {} acknowledged and {} unknown increments",
+                c.acked, c.unknown
+            ));
+        }
+    }
+    if value_of(TX_KEYS[0]) != value_of(TX_KEYS[1]) {
+        violations.push(format!(
+            "a transaction half applied: {} is {}, {} is {}",
+            TX_KEYS[0],
+            value_of(TX_KEYS[0]),
+            TX_KEYS[1],
+            value_of(TX_KEYS[1])
+        ));
+    }
+    if report.lost_plain_writes.elsewhere > 0 {
+        violations.push(format!(
+            "{} plain writes lost outside any lossy event's window: {:?}",
+            report.lost_plain_writes.elsewhere, report.lost_plain_writes.keys
+        ));
+    }
+    if report.lost_appends.elsewhere > 0 {
+        violations.push(format!(
+            "{} appends lost outside any lossy event's window: {:?}",
+            report.lost_appends.elsewhere, report.lost_appends.keys
+        ));
+    }
+
+    // Refreshes: under the bound.
+    let polls: u64 = stats.iter().map(|s| s.refreshes(RefreshCause::Poll)).sum();
+    report.refreshes = stats.iter().map(|s| s.refreshes_started).sum();
+    let per_client: f64 = events
+        .iter()
+        .map(|e| (e.end_ms - e.start_ms) / REFRESH_INTERVAL_MS + 2.0)
+        .sum::<f64>()
+        + 2.0;
+    report.refresh_bound = (2.0 * per_client) as u64 + polls;
+    report.refreshes_per_event =
+        report.refreshes.saturating_sub(polls) as f64 / events.len().max(1) as f64;
+    if report.refreshes > report.refresh_bound {
+        violations.push(format!(
+            "{} refreshes, over the bound of {}",
+            report.refreshes, report.refresh_bound
+        ));
+    }
+
+    // Memory: 10 s in against the end.
+    let start = samples
+        .iter()
+        .find(|s| s.at_ms >= 10_000.0)
+        .or(samples.first())
+        .map_or(0, |s| s.rss_kib);
+    let end = samples.last().map_or(0, |s| s.rss_kib);
+    report.memory_kib = [start, end];
+    if end as f64 > start as f64 * 1.25 + 16.0 * 1024.0 {
+        violations.push(format!("memory grew from {start} KiB to {end} KiB"));
+    }
+    for pair in samples.windows(2) {
+        let second = (pair[1].at_ms / 1000.0) as usize;
+        if let Some(s) = timeline.get_mut(second) {
+            s.refreshes += pair[1].refreshes.saturating_sub(pair[0].refreshes);
+        }
+    }
+    let last = timeline
+        .iter()
+        .rposition(|s| s.succeeded + s.failed > 0)
+        .map_or(0, |i| i + 1);
+    timeline.truncate(last);
+
+    report.all = all.close();
+    report.in_kill_windows = in_kills.close();
+    report.worst_operation_ms = worst;
+    report.pubsub = pubsub;
+    report.timeline = timeline;
+    violations.truncate(200);
+    report.violations = violations;
+    Ok(report)
+}
+
+/// The timeline: operations a second (succeeded, failed) and refreshes a
+/// second, each event shaded and named.
+pub(crate) fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
+    let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (top, bottom) = root.split_vertically(360);
+    let seconds = report.timeline.len().max(1) as f64;
+    let most = report
+        .timeline
+        .iter()
+        .map(|s| s.succeeded.max(s.failed))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let title = format!(
+        "soak on {}, seed {}: {} operations, {:.3}% succeeded, {} events",
+        report.server,
+        report.seed,
+        report.all.operations,
+        report.all.ratio * 100.0,
+        report.events.len()
+    );
+    let mut ops = ChartBuilder::on(&top)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(24)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..seconds, 0.0..most * 1.15)?;
+    ops.configure_mesh()
+        .y_desc("operations / s")
+        .disable_x_mesh()
+        .draw()?;
+    let palette = [
+        RGBColor(230, 159, 0),
+        RGBColor(86, 180, 233),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+    ];
+    for (i, e) in report.events.iter().enumerate() {
+        let (a, b) = (
+            e.start_ms / 1000.0,
+            (e.end_ms / 1000.0).max(e.start_ms / 1000.0 + 0.2),
+        );
+        let color = palette[i % palette.len()].mix(0.25);
+        ops.draw_series(std::iter::once(Rectangle::new(
+            [(a, 0.0), (b, most * 1.15)],
+            color.filled(),
+        )))?;
+        let label = format!("{:?}", e.kind);
+        let y = most * (1.1 - 0.08 * (i % 4) as f64);
+        ops.draw_series(std::iter::once(Text::new(
+            label,
+            (a, y),
+            ("sans-serif", 11),
+        )))?;
+    }
+    let line = |f: fn(&Second) -> u64| -> Vec<(f64, f64)> {
+        report
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as f64 + 0.5, f(s) as f64))
+            .collect()
+    };
+    ops.draw_series(LineSeries::new(line(|s| s.succeeded), BLUE.stroke_width(2)))?
+        .label("succeeded")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE.stroke_width(2)));
+    ops.draw_series(LineSeries::new(line(|s| s.failed), RED.stroke_width(2)))?
+        .label("failed")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED.stroke_width(2)));
+    ops.configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    let most_refreshes = report
+        .timeline
+        .iter()
+        .map(|s| s.refreshes)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let mut refreshes = ChartBuilder::on(&bottom)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..seconds, 0.0..most_refreshes * 1.2)?;
+    refreshes
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("refreshes / s")
+        .disable_x_mesh()
+        .draw()?;
+    refreshes.draw_series(report.timeline.iter().enumerate().map(|(i, s)| {
+        Rectangle::new(
+            [(i as f64 + 0.1, 0.0), (i as f64 + 0.9, s.refreshes as f64)],
+            GREEN.mix(0.7).filled(),
+        )
+    }))?;
+    root.present()?;
+    Ok(())
+}

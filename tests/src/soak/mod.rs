@@ -1,0 +1,204 @@
+//! `just soak`: a seeded nemesis soak. A real 3+3 cluster behind the
+//! fault-injecting proxies is driven through `zaris-client` by a mixed
+//! workload while a nemesis draws a churn event every few seconds; every
+//! operation goes to a history file (invoke, complete, outcome, value),
+//! and a checker reads it back at the end and judges it key by key against
+//! the final state of the cluster (see [`check`]).
+//!
+//! The seed decides the event schedule (kinds, nodes, slots, pauses); the
+//! same seed replays it. Output: `report.json`, `timeline.svg` and
+//! `history.tsv` in the output directory.
+
+mod check;
+mod nemesis;
+mod workload;
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use check::Report;
+pub use nemesis::{Draw, Event, EventKind, Schedule};
+
+use crate::cluster::Cluster;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How long the workload runs.
+    pub seconds: u64,
+    /// The event schedule's seed.
+    pub seed: u64,
+    /// `redis-server` or `valkey-server`.
+    pub server: String,
+    /// Where the report, the timeline and the history go.
+    pub out: PathBuf,
+}
+
+/// A small seeded generator (SplitMix64): the schedule needs reproducible
+/// draws, not statistical quality.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded.
+    #[must_use]
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next draw.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A draw below `n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Milliseconds since the soak began.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock(Instant);
+
+impl Clock {
+    pub(crate) fn ms(self) -> f64 {
+        self.0.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+/// Where every operation is written as it completes: a line a record,
+/// written by a thread of its own so the workload never waits on disk.
+#[derive(Clone)]
+pub(crate) struct History {
+    lines: mpsc::Sender<String>,
+    clock: Clock,
+}
+
+impl History {
+    /// One operation: its kind, key, value (the one written, or read),
+    /// when it was invoked (ms), and its outcome (`ok` or the error).
+    pub(crate) fn record<E: std::fmt::Display>(
+        &self,
+        kind: &str,
+        key: &str,
+        value: &str,
+        invoked: f64,
+        outcome: Result<(), E>,
+    ) {
+        let completed = self.clock.ms();
+        let outcome = match outcome {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => format!("err:{}", e.to_string().replace(['\t', '\n'], " ")),
+        };
+        let _ = self.lines.send(format!(
+            "{kind}\t{key}\t{value}\t{invoked:.1}\t{completed:.1}\t{outcome}\n"
+        ));
+    }
+}
+
+/// Runs the soak and judges it.
+///
+/// # Errors
+/// The cluster did not start, or the output could not be written.
+pub fn run(config: &Config) -> anyhow::Result<Report> {
+    std::fs::create_dir_all(&config.out)?;
+    tracing::info!(seed = config.seed, seconds = config.seconds, server = %config.server, "soak");
+    eprintln!(
+        "==> soak: {} s on {}, seed {} (the same seed replays the same events)",
+        config.seconds, config.server, config.seed
+    );
+    let cluster = Cluster::start_proxied(&config.server, 3, 1)?;
+    let seeds = cluster.addrs();
+    let clock = Clock(Instant::now());
+    let history_path = config.out.join("history.tsv");
+    let (lines, written) = mpsc::channel::<String>();
+    let writer = std::thread::spawn({
+        let path = history_path.clone();
+        move || -> io::Result<u64> {
+            let mut file = BufWriter::new(std::fs::File::create(path)?);
+            let mut n = 0;
+            for line in written {
+                file.write_all(line.as_bytes())?;
+                n += 1;
+            }
+            file.flush()?;
+            Ok(n)
+        }
+    });
+    let history = History { lines, clock };
+    let rt = crate::runtime();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = rt.block_on(workload::Clients::connect(&seeds))?;
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let tasks = workload::spawn(&rt, &clients, &history, &stop);
+    let sampler = rt.spawn(workload::sample(
+        clients.clone(),
+        clock,
+        stop.clone(),
+        samples.clone(),
+    ));
+
+    // The nemesis owns the cluster on this thread while the workload runs.
+    let mut nemesis = nemesis::Nemesis::new(cluster, config.seed, clock);
+    let until = Duration::from_secs(config.seconds);
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    while started.elapsed() < until {
+        nemesis.next_event(until.saturating_sub(started.elapsed()));
+        if last_progress.elapsed() >= Duration::from_secs(10) {
+            last_progress = Instant::now();
+            let stats = clients.plain.stats();
+            eprintln!(
+                "    {:>5.0} s: {} events, {} attempts so far",
+                started.elapsed().as_secs_f64(),
+                nemesis.events().len(),
+                stats.attempts
+            );
+        }
+    }
+    stop.store(true, Ordering::Release);
+    for task in tasks {
+        let _ = rt.block_on(task);
+    }
+    let _ = rt.block_on(sampler);
+    let (cluster, events) = nemesis.finish();
+    cluster.wait_healthy()?;
+    let finals = rt.block_on(workload::read_back(&clients))?;
+    let stats = clients.plain.stats();
+    let durable_stats = clients.durable.stats();
+    drop(history);
+    drop(clients);
+    let operations = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the history writer panicked"))??;
+    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
+    let report = check::judge(
+        config,
+        &history_path,
+        operations,
+        &events,
+        &finals,
+        &samples,
+        [&stats, &durable_stats],
+    )?;
+    std::fs::write(
+        config.out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    check::draw(&report, &config.out.join("timeline.svg"))?;
+    Ok(report)
+}
+
+/// The default output directory, under the workspace's `target`.
+#[must_use]
+pub fn default_out() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/soak")
+}

@@ -1,0 +1,466 @@
+//! The soak's workload: tasks that each own a kind of data and record
+//! every operation in the history, and the read-back of the final state.
+//!
+//! - registers: each writer writes strictly increasing values (`w.n`) to
+//!   its own keys, durable (`WAIT 1`) or plain, and reads them back;
+//! - list appends of unique values to shared lists, two sharing a slot;
+//! - counters (`INCRBY 1`, durable);
+//! - versioned compare-and-set chains (durable);
+//! - `MSET`/`MGET` across slots; pipelines of mixed commands;
+//! - one-slot transactions (two counters that must stay equal);
+//! - blocking pops of a queue fed by a producer;
+//! - sharded pub/sub.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use zaris_client::{Client, Error, Received, Value};
+
+use super::{Clock, History};
+
+/// Each request's deadline: the bound "no operation ran past its deadline
+/// by more than 100 ms" is checked against.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
+const ATTEMPT: Duration = Duration::from_secs(1);
+
+pub(crate) const WRITERS: usize = 3;
+pub(crate) const KEYS_PER_WRITER: usize = 8;
+pub(crate) const LISTS: [&str; 4] = ["list:{a}:0", "list:{a}:1", "list:b", "list:c"];
+pub(crate) const COUNTERS: usize = 6;
+pub(crate) const CAS_TASKS: usize = 2;
+pub(crate) const CAS_KEYS: usize = 3;
+pub(crate) const MULTI_KEYS: [&str; 4] = ["mm:0", "mm:1", "mm:2", "mm:3"];
+pub(crate) const TX_KEYS: [&str; 2] = ["{tx}:a", "{tx}:b"];
+pub(crate) const QUEUE: &str = "queue:{j}";
+const CHANNEL: &str = "news:{s}";
+
+/// A register key: `dreg:w:k` (durable) or `preg:w:k` (plain).
+pub(crate) fn register(durable: bool, writer: &str, k: usize) -> String {
+    format!("{}:{writer}:{k}", if durable { "dreg" } else { "preg" })
+}
+
+/// The soak's two clients: plain writes, and durable ones (`WAIT 1`).
+#[derive(Clone)]
+pub(crate) struct Clients {
+    pub(crate) plain: Client,
+    pub(crate) durable: Client,
+}
+
+impl Clients {
+    pub(crate) async fn connect(seeds: &[String]) -> Result<Self, Error> {
+        let builder = || {
+            Client::builder()
+                .env(crate::no_env)
+                .attempt_timeout(ATTEMPT)
+                .request_timeout(Some(DEADLINE))
+        };
+        Ok(Self {
+            plain: builder().connect(seeds).await?,
+            durable: builder()
+                .durable_writes(1, Duration::from_secs(1))
+                .connect(seeds)
+                .await?,
+        })
+    }
+}
+
+/// A task's own draws (not the nemesis's: the workload's timing is not
+/// replayed, the schedule is).
+fn pick(state: &mut u64, n: usize) -> usize {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    (*state % n as u64) as usize
+}
+
+/// Starts every workload task; each runs until `stop`.
+pub(crate) fn spawn(
+    rt: &tokio::runtime::Runtime,
+    clients: &Clients,
+    history: &History,
+    stop: &Arc<AtomicBool>,
+) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        for durable in [true, false] {
+            let client = if durable {
+                clients.durable.clone()
+            } else {
+                clients.plain.clone()
+            };
+            tasks.push(rt.spawn(registers(
+                client,
+                durable,
+                w.to_string(),
+                history.clone(),
+                stop.clone(),
+            )));
+        }
+    }
+    for t in 0..2 {
+        tasks.push(rt.spawn(appends(
+            clients.plain.clone(),
+            t,
+            history.clone(),
+            stop.clone(),
+        )));
+        tasks.push(rt.spawn(counters(
+            clients.durable.clone(),
+            t,
+            history.clone(),
+            stop.clone(),
+        )));
+    }
+    for t in 0..CAS_TASKS {
+        tasks.push(rt.spawn(cas(
+            clients.durable.clone(),
+            t,
+            history.clone(),
+            stop.clone(),
+        )));
+    }
+    tasks.push(rt.spawn(multi(clients.plain.clone(), history.clone(), stop.clone())));
+    tasks.push(rt.spawn(pipelines(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    tasks.push(rt.spawn(transactions(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    tasks.push(rt.spawn(producer(
+        clients.durable.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    tasks.push(rt.spawn(consumer(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    tasks.push(rt.spawn(pubsub(clients.plain.clone(), history.clone(), stop.clone())));
+    tasks
+}
+
+fn done(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Acquire)
+}
+
+async fn registers(
+    client: Client,
+    durable: bool,
+    writer: String,
+    history: History,
+    stop: Arc<AtomicBool>,
+) {
+    let (write, read) = if durable { ("dw", "dr") } else { ("pw", "pr") };
+    let mut draws = 0x9E37_79B9u64 + writer.len() as u64 * 7 + u64::from(durable);
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let key = register(durable, &writer, pick(&mut draws, KEYS_PER_WRITER));
+        let value = format!("{writer}.{n}");
+        let at = history.clock.ms();
+        let outcome = client.set(&key, &value).await;
+        history.record(write, &key, &value, at, outcome);
+        if pick(&mut draws, 4) == 0 {
+            let key = register(durable, &writer, pick(&mut draws, KEYS_PER_WRITER));
+            let at = history.clock.ms();
+            match client.get(&key).await {
+                Ok(value) => history.record::<Error>(read, &key, &text(value), at, Ok(())),
+                Err(e) => history.record(read, &key, "-", at, Err(e)),
+            }
+        }
+    }
+}
+
+/// A read value as the history writes it: `-` for none.
+fn text(value: Option<bytes::Bytes>) -> String {
+    value.map_or_else(
+        || "-".to_owned(),
+        |v| String::from_utf8_lossy(&v).into_owned(),
+    )
+}
+
+async fn appends(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+    let mut draws = 0xA5A5_5A5Au64 + task as u64;
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let list = LISTS[pick(&mut draws, LISTS.len())];
+        let value = format!("{task}.{n}");
+        let at = history.clock.ms();
+        let outcome = client.cmd(&["RPUSH", list, &value]).await.map(drop);
+        history.record("ap", list, &value, at, outcome);
+    }
+}
+
+async fn counters(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+    let mut draws = 0x1234_5678u64 + task as u64;
+    while !done(&stop) {
+        let key = format!("ctr:{}", pick(&mut draws, COUNTERS));
+        let at = history.clock.ms();
+        let outcome = client.incr_by(&key, 1).await.map(drop);
+        history.record("inc", &key, "1", at, outcome);
+    }
+}
+
+async fn cas(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+    let mut draws = 0x0F0F_F0F0u64 + task as u64;
+    while !done(&stop) {
+        let key = format!("cas:{task}:{}", pick(&mut draws, CAS_KEYS));
+        let at = history.clock.ms();
+        let version = match client.get_versioned(&key).await {
+            Ok(v) => v.map_or(0, |v| v.version),
+            Err(e) => {
+                history.record("cas", &key, "-", at, Err(e));
+                continue;
+            }
+        };
+        let at = history.clock.ms();
+        let next = (version + 1).to_string();
+        match client.set_if_version(&key, &next, version).await {
+            Ok(applied) => history.record::<Error>("cas", &key, &applied.to_string(), at, Ok(())),
+            // An answer: not applied (the stored version was another).
+            Err(Error::Conflict { .. }) => {
+                history.record("cas", &key, &next, at, Err("conflict"));
+            }
+            Err(e) => history.record("cas", &key, &next, at, Err(e)),
+        }
+    }
+}
+
+async fn multi(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let value = format!("m.{n}");
+        let pairs: Vec<(&str, &str)> = MULTI_KEYS.iter().map(|k| (*k, value.as_str())).collect();
+        let at = history.clock.ms();
+        let outcome = client.mset(&pairs).await;
+        history.record("mw", &MULTI_KEYS.join(","), &value, at, outcome);
+        let at = history.clock.ms();
+        match client.mget(&MULTI_KEYS).await {
+            Ok(values) => {
+                let read: Vec<String> = values.into_iter().map(text).collect();
+                history.record::<Error>("mr", &MULTI_KEYS.join(","), &read.join(","), at, Ok(()));
+            }
+            Err(e) => history.record("mr", &MULTI_KEYS.join(","), "-", at, Err(e)),
+        }
+    }
+}
+
+async fn pipelines(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let mut draws = 0xDEAD_BEEFu64;
+    let mut n = 0u64;
+    while !done(&stop) {
+        let mut pipeline = client.pipeline();
+        let mut writes = Vec::new();
+        for _ in 0..4 {
+            n += 1;
+            let key = register(false, "p", pick(&mut draws, KEYS_PER_WRITER));
+            let value = format!("p.{n}");
+            pipeline.cmd(&["SET", key.as_str(), value.as_str()]);
+            writes.push((key, value));
+        }
+        let read = register(false, "p", pick(&mut draws, KEYS_PER_WRITER));
+        pipeline.cmd(&["GET", read.as_str()]);
+        let at = history.clock.ms();
+        match pipeline.run().await {
+            Ok(mut replies) => {
+                let got = replies.pop();
+                for ((key, value), reply) in writes.iter().zip(replies) {
+                    history.record("pw", key, value, at, reply.map(drop));
+                }
+                match got {
+                    Some(Ok(Value::Data(v))) => history.record::<Error>(
+                        "pr",
+                        &read,
+                        &String::from_utf8_lossy(&v),
+                        at,
+                        Ok(()),
+                    ),
+                    Some(Ok(Value::Nil)) => history.record::<Error>("pr", &read, "-", at, Ok(())),
+                    other => history.record("pr", &read, "-", at, Err(format!("{other:?}"))),
+                }
+            }
+            Err(e) => {
+                for (key, value) in &writes {
+                    history.record("pw", key, value, at, Err(&e));
+                }
+            }
+        }
+    }
+}
+
+async fn transactions(client: Client, history: History, stop: Arc<AtomicBool>) {
+    while !done(&stop) {
+        let at = history.clock.ms();
+        let outcome = client
+            .transaction()
+            .cmd(&["INCR", TX_KEYS[0]])
+            .cmd(&["INCR", TX_KEYS[1]])
+            .exec()
+            .await
+            .map(drop);
+        history.record("tx", TX_KEYS[0], "1", at, outcome);
+    }
+}
+
+async fn producer(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let value = n.to_string();
+        let at = history.clock.ms();
+        let outcome = client.cmd(&["RPUSH", QUEUE, &value]).await.map(drop);
+        history.record("push", QUEUE, &value, at, outcome);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn consumer(client: Client, history: History, stop: Arc<AtomicBool>) {
+    while !done(&stop) {
+        let at = history.clock.ms();
+        match client.cmd(&["BLPOP", QUEUE, "1"]).await {
+            Ok(Value::Array(pair)) => {
+                let item = pair.get(1).and_then(Value::as_bytes).unwrap_or_default();
+                let item = String::from_utf8_lossy(item).into_owned();
+                history.record::<Error>("pop", QUEUE, &item, at, Ok(()));
+            }
+            Ok(_) => {}
+            Err(e) => history.record("pop", QUEUE, "-", at, Err(e)),
+        }
+    }
+}
+
+async fn pubsub(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let mut subscription = match client.ssubscribe(&[CHANNEL]).await {
+        Ok(s) => s,
+        Err(e) => {
+            history.record("sub", CHANNEL, "-", history.clock.ms(), Err(e));
+            return;
+        }
+    };
+    let listener = {
+        let history = history.clone();
+        tokio::spawn(async move {
+            while let Some(event) = subscription.next().await {
+                let at = history.clock.ms();
+                match event {
+                    Received::Message { payload, .. } => history.record::<Error>(
+                        "recv",
+                        CHANNEL,
+                        &String::from_utf8_lossy(&payload),
+                        at,
+                        Ok(()),
+                    ),
+                    Received::Gap { .. } => {
+                        history.record::<Error>("gap", CHANNEL, "-", at, Ok(()))
+                    }
+                    _ => {}
+                }
+            }
+        })
+    };
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let at = history.clock.ms();
+        let outcome = client.spublish(CHANNEL, n.to_string()).await.map(drop);
+        history.record("pub", CHANNEL, &n.to_string(), at, outcome);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    listener.abort();
+}
+
+/// One sample a second: the process's resident memory and the clients'
+/// counters, for the timeline and the memory check.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub(crate) struct Sample {
+    pub(crate) at_ms: f64,
+    pub(crate) rss_kib: u64,
+    pub(crate) refreshes: u64,
+}
+
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4
+}
+
+pub(crate) async fn sample(
+    clients: Clients,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+) {
+    while !done(&stop) {
+        let refreshes =
+            clients.plain.stats().refreshes_started + clients.durable.stats().refreshes_started;
+        let s = Sample {
+            at_ms: clock.ms(),
+            rss_kib: rss_kib(),
+            refreshes,
+        };
+        samples.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The cluster's final state, read once the nemesis is done.
+#[derive(Debug, Default)]
+pub(crate) struct Finals {
+    pub(crate) values: HashMap<String, Option<String>>,
+    pub(crate) lists: HashMap<String, Vec<String>>,
+    pub(crate) versions: HashMap<String, u64>,
+}
+
+pub(crate) async fn read_back(clients: &Clients) -> Result<Finals, Error> {
+    let client = &clients.plain;
+    let mut finals = Finals::default();
+    let mut keys: Vec<String> = Vec::new();
+    for w in (0..WRITERS).map(|w| w.to_string()).chain(["p".to_owned()]) {
+        for k in 0..KEYS_PER_WRITER {
+            keys.push(register(true, &w, k));
+            keys.push(register(false, &w, k));
+        }
+    }
+    keys.extend((0..COUNTERS).map(|i| format!("ctr:{i}")));
+    keys.extend(MULTI_KEYS.iter().map(|k| (*k).to_owned()));
+    keys.extend(TX_KEYS.iter().map(|k| (*k).to_owned()));
+    for key in keys {
+        let value = client.get(&key).await?;
+        finals
+            .values
+            .insert(key, value.map(|v| String::from_utf8_lossy(&v).into_owned()));
+    }
+    for list in LISTS.iter().chain([&QUEUE]) {
+        let items = match client.cmd(&["LRANGE", list, "0", "-1"]).await? {
+            Value::Array(items) => items
+                .iter()
+                .filter_map(Value::as_bytes)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect(),
+            _ => Vec::new(),
+        };
+        finals.lists.insert((*list).to_owned(), items);
+    }
+    for t in 0..CAS_TASKS {
+        for k in 0..CAS_KEYS {
+            let key = format!("cas:{t}:{k}");
+            let version = client.get_versioned(&key).await?.map_or(0, |v| v.version);
+            finals.versions.insert(key, version);
+        }
+    }
+    Ok(finals)
+}
