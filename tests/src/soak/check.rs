@@ -107,7 +107,12 @@ pub struct Second {
     pub refreshes: u64,
 }
 
-/// The soak's figures and verdict.
+/// The soak's figures and verdict. The checks, each miss a violation,
+/// are those of this module's own documentation: durable writes never
+/// lost; plain writes and appends lost only inside a lossy event's window;
+/// no read of a value never written; counters and compare-and-set chains
+/// consistent; transactions whole; no operation past its deadline by more
+/// than 100 ms; refreshes and memory bounded.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Report {
     /// `redis-server` or `valkey-server`.
@@ -247,6 +252,9 @@ struct Register {
     written: HashSet<String>,
 }
 
+/// A list's values ever appended, and the acknowledged ones with when.
+type Appended = (HashSet<String>, Vec<(String, f64)>);
+
 #[derive(Default)]
 struct Counted {
     acked: u64,
@@ -298,7 +306,7 @@ pub(crate) fn judge(
 
     let mut registers: HashMap<String, Register> = HashMap::new();
     let mut reads: Vec<(String, String)> = Vec::new();
-    let mut appends: HashMap<String, (HashSet<String>, Vec<(String, f64)>)> = HashMap::new();
+    let mut appends: HashMap<String, Appended> = HashMap::new();
     let mut counters: HashMap<String, Counted> = HashMap::new();
     let mut multi_written: HashSet<String> = HashSet::from(["-".to_owned()]);
     let mut multi_reads: Vec<String> = Vec::new();

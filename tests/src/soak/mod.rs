@@ -3,7 +3,7 @@
 //! workload while a nemesis draws a churn event every few seconds; every
 //! operation goes to a history file (invoke, complete, outcome, value),
 //! and a checker reads it back at the end and judges it key by key against
-//! the final state of the cluster (see [`check`]).
+//! the final state of the cluster (what it checks: [`Report`]).
 //!
 //! The seed decides the event schedule (kinds, nodes, slots, pauses); the
 //! same seed replays it. Output: `report.json`, `timeline.svg` and

@@ -152,7 +152,7 @@ impl Nemesis {
         Self {
             cluster,
             schedule: Schedule::new(seed),
-            rng: Rng::new(seed ^ 0x5EED_0F_07E5),
+            rng: Rng::new(seed ^ 0x005E_ED0F_07E5),
             clock,
             events: Vec::new(),
             hot_slots,
