@@ -50,6 +50,8 @@ pub struct Cluster {
     proxied: bool,
     /// Each node's proxies, when proxied.
     proxies: Vec<Option<NodeProxies>>,
+    /// Nodes drained, forgotten and stopped ([`Cluster::forget_node`]).
+    gone: Vec<bool>,
 }
 
 /// The proxies in front of one node: its client port and its cluster bus.
@@ -169,6 +171,7 @@ impl Cluster {
             ids: Vec::new(),
             proxied,
             proxies: Vec::new(),
+            gone: Vec::new(),
         };
         for _ in 0..total {
             cluster.spawn_node()?;
@@ -240,6 +243,7 @@ impl Cluster {
         self.nodes.push(node);
         self.ids.push(id);
         self.proxies.push(proxies);
+        self.gone.push(false);
         Ok(self.nodes.len() - 1)
     }
 
@@ -316,10 +320,11 @@ impl Cluster {
 
     fn wait_all_known(&self) -> io::Result<()> {
         let running = self.running();
+        let members = self.gone.iter().filter(|g| !**g).count();
         wait_until("every node knows every other", || {
             for &i in &running {
                 let nodes = text(&self.conn(i)?.command(&[b"CLUSTER", b"NODES"])?);
-                if nodes.lines().filter(|l| !l.contains("handshake")).count() < self.nodes.len() {
+                if nodes.lines().filter(|l| !l.contains("handshake")).count() < members {
                     return Ok(false);
                 }
             }
@@ -675,6 +680,25 @@ impl Cluster {
         // It takes slots only once it sees the cluster as whole.
         self.wait_healthy()?;
         Ok(i)
+    }
+
+    /// Takes node `i` (which serves no slot: drain it first) out of the
+    /// cluster: every other node forgets it (`CLUSTER FORGET`), then it is
+    /// stopped.
+    ///
+    /// # Errors
+    /// A node refused.
+    pub fn forget_node(&mut self, i: usize) -> io::Result<()> {
+        for j in self.running().into_iter().filter(|&j| j != i) {
+            ok(
+                self.conn(j)?
+                    .command(&[b"CLUSTER", b"FORGET", self.ids[i].as_bytes()])?,
+                "CLUSTER FORGET",
+            )?;
+        }
+        self.nodes[i].kill();
+        self.gone[i] = true;
+        self.wait_healthy()
     }
 
     /// Starts moving `slot` from `from` to `to` (IMPORTING on the target,

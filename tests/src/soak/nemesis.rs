@@ -22,6 +22,9 @@ pub enum EventKind {
     MigrateRange,
     /// One slot moved away and back, twice, 250 ms apart.
     BackAndForth,
+    /// A master added and given two of the workload's slots step by step,
+    /// then drained back, forgotten and stopped.
+    ScaleOutAndIn,
     /// `kill -9` of a master, its failover, its restart as a replica.
     KillMaster,
     /// `kill -9` of a replica and its restart.
@@ -44,11 +47,12 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in the order draws index them.
-    pub const ALL: [EventKind; 13] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::ManualFailover,
         EventKind::ForcedTakeover,
         EventKind::MigrateRange,
         EventKind::BackAndForth,
+        EventKind::ScaleOutAndIn,
         EventKind::KillMaster,
         EventKind::KillReplica,
         EventKind::FreezeShort,
@@ -73,6 +77,24 @@ impl EventKind {
                 | EventKind::ForcedTakeover
         )
     }
+}
+
+/// Moves `slot` from `from` to `to` as an operator's tool does: marked
+/// importing and migrating, its keys moved fifty at a time with a pause (so
+/// `ASK` and `TRYAGAIN` really happen meanwhile), then handed over.
+fn migrate_step_by_step(c: &Cluster, slot: u16, from: usize, to: usize) -> std::io::Result<()> {
+    c.begin_migration(slot, from, to)?;
+    loop {
+        let keys = c.keys_in_slot(from, slot)?;
+        if keys.is_empty() {
+            break;
+        }
+        for chunk in keys.chunks(50) {
+            c.migrate_keys(from, to, chunk)?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    c.finish_migration(slot, to)
 }
 
 /// One event as it happened.
@@ -243,22 +265,29 @@ impl Nemesis {
                 let c = &self.cluster;
                 let first = slot.saturating_sub(1);
                 for s in first..=first.saturating_add(3).min(16383) {
-                    if c.owner_index(s)? != master {
-                        continue;
+                    if c.owner_index(s)? == master {
+                        migrate_step_by_step(c, s, master, to)?;
                     }
-                    c.begin_migration(s, master, to)?;
-                    loop {
-                        let keys = c.keys_in_slot(master, s)?;
-                        if keys.is_empty() {
-                            break;
-                        }
-                        for chunk in keys.chunks(2) {
-                            c.migrate_keys(master, to, chunk)?;
-                            sleep(Duration::from_millis(30));
-                        }
-                    }
-                    c.finish_migration(s, to)?;
                 }
+            }
+            EventKind::ScaleOutAndIn => {
+                let added = self.cluster.add_master()?;
+                *node = added;
+                let c = &self.cluster;
+                let second = self
+                    .hot_slots
+                    .iter()
+                    .copied()
+                    .find(|&s| s != slot && c.owner_index(s).is_ok_and(|o| o == master));
+                let given: Vec<u16> = std::iter::once(slot).chain(second).collect();
+                for &s in &given {
+                    migrate_step_by_step(c, s, master, added)?;
+                }
+                sleep(Duration::from_secs(2));
+                for &s in &given {
+                    migrate_step_by_step(c, s, added, master)?;
+                }
+                self.cluster.forget_node(added)?;
             }
             EventKind::BackAndForth => {
                 let to = self.other_master(master)?;
