@@ -38,7 +38,8 @@ fn ns(v: Option<f64>) -> String {
 /// The whole page for `history` (the last record is the latest run).
 #[must_use]
 pub fn render(history: &[Record], charts: &[Chart]) -> String {
-    let mut html = String::from(HEAD);
+    let mut html = start("Zaris benchmark dashboard");
+    html.push_str(HEADER);
     let Some(latest) = history.last() else {
         html.push_str("<p>No benchmark run is recorded yet: run <code>just bench</code>.</p>\n</main></body></html>\n");
         return html;
@@ -80,15 +81,8 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
     html
 }
 
-const HEAD: &str = r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Zaris benchmark dashboard</title>
-<link rel="icon" href="data:,">
-<style>
-body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
+/// The style every dashboard page shares.
+const STYLE: &str = r"body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
 header a { color: #1f5fbf; }
 figure { margin: 1.5rem 0; background: #fff; border: 1px solid #ddd; }
@@ -101,11 +95,22 @@ th:first-child, td:first-child { text-align: left; }
 .met { color: #1e7b34; } .missed { color: #b3261e; font-weight: bold; }
 .verdict { padding: .5rem .75rem; border-left: 4px solid; background: #fff; }
 .verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; }
-</style>
-</head>
-<body>
-<main>
-<header>
+";
+
+/// The start of a dashboard page titled `title`: its head, with the
+/// shared style, up to the opening of `<main>`.
+#[must_use]
+pub fn start(title: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>\n{STYLE}</style>\n\
+         </head>\n<body>\n<main>\n",
+        escape(title)
+    )
+}
+
+const HEADER: &str = r#"<header>
 <h1>Zaris benchmark dashboard</h1>
 <p>What routing one request costs: <code>slot_for_key</code> and route lookup against the peers a Redis Cluster client would use instead, from one criterion run (<code>just bench</code>), tracked per commit. <a href="reliability.html">Reliability: the nemesis soak</a> · <a href="../index.html">back to the playground</a>.</p>
 </header>

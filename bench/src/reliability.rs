@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::page::escape;
+use crate::page::{escape, start};
 
 /// A number at `path` in `report`, formatted, or "–".
 fn number(report: &Value, path: &[&str], decimals: usize) -> String {
@@ -44,7 +44,8 @@ fn text<'a>(report: &'a Value, key: &str) -> &'a str {
 /// summary lines of all of them (`bench/soak/history.jsonl`), newest last.
 #[must_use]
 pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>) -> String {
-    let mut html = String::from(HEAD);
+    let mut html = start("Zaris reliability: the nemesis soak");
+    html.push_str(HEADER);
     let Some(report) = latest else {
         html.push_str(
             "<p>No soak is recorded yet: run <code>just soak 1800</code>.</p>\n</main></body></html>\n",
@@ -192,31 +193,7 @@ const CHECKS: &str = r"<h2>What is checked</h2>
 <p>Every operation of the workload is recorded (invoke, complete, outcome, value) and judged at the end, key by key, against the cluster's final state: every acknowledged durable write (<code>WAIT 1</code>) is present; plain writes and list appends are lost only inside the window of an event that can lose them (a <code>kill -9</code>, a long freeze, a partition, a forced takeover), and are counted; no read returns a value never written; a value appears twice only when some attempt's outcome was unknown; counters end between their acknowledged increments and those plus the unknown ones; compare-and-set chains have no fork and no gap; a transaction's two counters stay equal; no operation ends more than 100 ms past its deadline; map refreshes stay under one per refresh interval (500 ms) each event lasts, plus two, per client, plus the polls; and the process's memory at the end is at most 1.25x what it was 10 s in, plus 16 MiB.</p>
 ";
 
-const HEAD: &str = r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Zaris reliability: the nemesis soak</title>
-<link rel="icon" href="data:,">
-<style>
-body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
-main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
-header a { color: #1f5fbf; }
-figure { margin: 1.5rem 0; background: #fff; border: 1px solid #ddd; }
-figure img { display: block; width: 100%; height: auto; }
-figcaption { padding: .25rem .5rem; font-size: .9rem; color: #555; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: #fff; }
-th, td { border: 1px solid #ddd; padding: .2rem .5rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-.verdict { padding: .5rem .75rem; border-left: 4px solid; background: #fff; }
-.verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; }
-</style>
-</head>
-<body>
-<main>
-<header>
+const HEADER: &str = r#"<header>
 <h1>Zaris reliability</h1>
 <p>A seeded nemesis soak (<code>just soak SECONDS SEED</code>): a real 3+3 cluster behind fault-injecting proxies, driven through <code>zaris-client</code> by a mixed workload while failovers, takeovers, migrations, <code>kill -9</code>, freezes and network faults happen, judged by a history checker. <a href="index.html">The benchmarks</a> · <a href="../index.html">the playground</a>.</p>
 </header>

@@ -6,6 +6,7 @@ use std::io;
 use crate::{Frame, RedisNode};
 
 /// Deterministic pseudo-random numbers (SplitMix64), so a failure replays.
+#[derive(Clone, Debug)]
 pub struct Rng(pub u64);
 
 impl Rng {

@@ -335,14 +335,10 @@ async fn pump(
     let read = async move {
         let mut buf = vec![0u8; 16 * 1024];
         loop {
-            let Ok(c) = reading
-                .wait_for(|c| c.drops != drops || c.flow(direction, source) != Flow::Stopped)
+            if flowing(&mut reading, drops, (source, direction))
                 .await
-                .map(|c| *c)
-            else {
-                return;
-            };
-            if c.drops != drops {
+                .is_none()
+            {
                 return;
             }
             let n = match from.read(&mut buf).await {
@@ -362,16 +358,9 @@ async fn pump(
     let mut writing = control;
     let write = async move {
         while let Some((read_at, chunk)) = queue.recv().await {
-            let Ok(c) = writing
-                .wait_for(|c| c.drops != drops || c.flow(direction, source) != Flow::Stopped)
-                .await
-                .map(|c| *c)
-            else {
+            let Some(c) = flowing(&mut writing, drops, (source, direction)).await else {
                 return;
             };
-            if c.drops != drops {
-                return;
-            }
             if matches!(direction, Direction::ToClient) && !c.faults.latency.is_zero() {
                 tokio::time::sleep_until(read_at + c.faults.latency).await;
             }
@@ -394,6 +383,21 @@ async fn pump(
         () = write => {}
         () = dropped => {}
     }
+}
+
+/// Waits until bytes may flow `direction` from `source`: the control
+/// then, or `None` once the connection is dropped (or the proxy gone).
+async fn flowing(
+    control: &mut watch::Receiver<Control>,
+    drops: u64,
+    (source, direction): (u8, Direction),
+) -> Option<Control> {
+    let c = control
+        .wait_for(|c| c.drops != drops || c.flow(direction, source) != Flow::Stopped)
+        .await
+        .map(|c| *c)
+        .ok()?;
+    (c.drops == drops).then_some(c)
 }
 
 /// Writes `chunk` at about `bytes_per_sec`, in pieces every 10 ms.

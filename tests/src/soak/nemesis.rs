@@ -133,7 +133,7 @@ impl Schedule {
     /// The schedule of `seed`.
     #[must_use]
     pub fn new(seed: u64) -> Self {
-        Self(Rng::new(seed))
+        Self(Rng(seed))
     }
 
     /// The next event.
@@ -174,7 +174,7 @@ impl Nemesis {
         Self {
             cluster,
             schedule: Schedule::new(seed),
-            rng: Rng::new(seed ^ 0x005E_ED0F_07E5),
+            rng: Rng(seed ^ 0x005E_ED0F_07E5),
             clock,
             events: Vec::new(),
             hot_slots,
