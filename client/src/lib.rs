@@ -54,6 +54,7 @@ mod pubsub;
 mod refresh;
 mod request;
 mod resp;
+mod script;
 mod stats;
 mod transaction;
 mod value;
@@ -74,6 +75,7 @@ pub use pubsub::{Received, Subscription};
 /// The TLS library [`Builder::tls`] takes a configuration of, re-exported
 /// so its version always matches.
 pub use rustls;
+pub use script::Script;
 pub use stats::{RefreshCause, Stats};
 pub use transaction::{Transaction, Watched};
 pub use value::Value;

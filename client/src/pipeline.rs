@@ -26,7 +26,7 @@ use crate::{Client, Error, Value};
 /// # Ok(()) }
 /// ```
 pub struct Pipeline {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     /// Every request, encoded back to back as the commands come.
     bytes: BytesMut,
     /// Every request, in order: where its bytes end, where it goes.
@@ -34,6 +34,9 @@ pub struct Pipeline {
     /// The nodes of requests for a given node (a command for every master).
     nodes: Vec<Arc<Node>>,
     commands: Vec<Command>,
+    /// Script entries (their place, and their `EVAL`) to send again if
+    /// answered `NOSCRIPT`.
+    pub(crate) fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
 }
 
 /// One request of a pipeline.
@@ -79,6 +82,7 @@ impl Client {
             requests: Vec::new(),
             nodes: Vec::new(),
             commands: Vec::new(),
+            fallbacks: Vec::new(),
         }
     }
 }
@@ -171,6 +175,7 @@ impl Pipeline {
             nodes: std::mem::take(&mut self.nodes),
         };
         let commands = std::mem::take(&mut self.commands);
+        let fallbacks = std::mem::take(&mut self.fallbacks);
         let inner = &self.inner;
         let span = tracing::debug_span!("zaris.pipeline", commands = commands.len());
         // One answer per request, in place.
@@ -182,20 +187,32 @@ impl Pipeline {
             })
             .instrument(span)
             .await;
-        if commands.iter().all(|c| matches!(c, Command::One)) {
-            return Ok(answers);
+        let mut results = if commands.iter().all(|c| matches!(c, Command::One)) {
+            answers
+        } else {
+            let mut answers = answers.into_iter();
+            commands
+                .into_iter()
+                .map(|command| match command {
+                    Command::One => answers.next().unwrap_or(Ok(Value::Nil)),
+                    Command::Many { parts, join: how } => {
+                        join(&how, answers.by_ref().take(parts).collect())
+                    }
+                    Command::Refused(e) => Err(e),
+                })
+                .collect()
+        };
+        if !fallbacks.is_empty() {
+            self.run_fallbacks(fallbacks, &mut results).await;
         }
-        let mut answers = answers.into_iter();
-        Ok(commands
-            .into_iter()
-            .map(|command| match command {
-                Command::One => answers.next().unwrap_or(Ok(Value::Nil)),
-                Command::Many { parts, join: how } => {
-                    join(&how, answers.by_ref().take(parts).collect())
-                }
-                Command::Refused(e) => Err(e),
-            })
-            .collect())
+        Ok(results)
+    }
+
+    /// A client on the same shared state.
+    pub(crate) fn client(&self) -> Client {
+        Client {
+            inner: self.inner.clone(),
+        }
     }
 }
 

@@ -57,6 +57,7 @@ pub(crate) struct Counters {
     pub attempts_abandoned: AtomicU64,
     pub owner_waits: AtomicU64,
     pub node_full_waits: AtomicU64,
+    pub noscript_fallbacks: AtomicU64,
 }
 
 impl Counters {
@@ -104,6 +105,7 @@ impl Counters {
             attempts_abandoned: get(&self.attempts_abandoned),
             owner_waits: get(&self.owner_waits),
             node_full_waits: get(&self.node_full_waits),
+            noscript_fallbacks: get(&self.noscript_fallbacks),
         }
     }
 }
@@ -151,6 +153,9 @@ pub struct Stats {
     /// Requests that found their node holding `max_in_flight_per_node`
     /// requests already and waited, unsent, for room.
     pub node_full_waits: u64,
+    /// Scripts a node did not have (`NOSCRIPT` to `EVALSHA`), sent again
+    /// as their source (`EVAL`) to the same owner.
+    pub noscript_fallbacks: u64,
 }
 
 impl Stats {

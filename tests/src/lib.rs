@@ -310,10 +310,11 @@ impl RedisNode {
                 )));
             }
             if let Ok(mut conn) = self.connect() {
-                // A server with `requirepass` answers NOAUTH: it is up too.
+                // A server with `requirepass` answers NOAUTH, and a replica
+                // loading its master's data answers LOADING: up too.
                 let up = |f: &OwnedFrame| match f {
                     OwnedFrame::SimpleString(s) => s == b"PONG",
-                    OwnedFrame::Error(e) => e.starts_with("NOAUTH"),
+                    OwnedFrame::Error(e) => e.starts_with("NOAUTH") || e.starts_with("LOADING"),
                     _ => false,
                 };
                 if conn.command(&[b"PING"]).is_ok_and(|f| up(&f)) {

@@ -197,6 +197,9 @@ async fn appends(client: Client, task: usize, history: History, stop: Arc<Atomic
         let at = history.clock.ms();
         let outcome = client.cmd(&["RPUSH", list, &value]).await.map(drop);
         history.record("ap", list, &value, at, outcome);
+        // At most 500 a second: the lists are read back whole at the end,
+        // and a replica's full sync of them must stay short.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

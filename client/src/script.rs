@@ -1,0 +1,200 @@
+//! Lua scripts that survive churn: `EVALSHA` to the owner of the keys,
+//! and, when that node does not have the script (`NOSCRIPT`: a new master
+//! after a failover, a slot moved to another node, `SCRIPT FLUSH`), the
+//! source itself (`EVAL`) to the same owner. That is safe: a `NOSCRIPT`
+//! answer means the script did not run. Nothing is loaded ahead of time,
+//! and nothing is sent to nodes that do not own the keys.
+
+use std::sync::Arc;
+
+use crate::pipeline::Pipeline;
+use crate::stats::Counters;
+use crate::transaction::Transaction;
+use crate::{Client, Error, Value};
+
+/// A Lua script, by its source and its SHA-1 (what `EVALSHA` names).
+///
+/// ```no_run
+/// # async fn demo(client: zaris_client::Client) -> Result<(), zaris_client::Error> {
+/// use zaris_client::Script;
+///
+/// let add = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+/// let total = client.invoke(&add, &["visits:{home}"], &["3"]).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    source: Arc<str>,
+    sha: Arc<str>,
+}
+
+impl Script {
+    /// The script with `source`; its SHA-1 is computed here, once.
+    #[must_use]
+    pub fn new(source: impl Into<String>) -> Self {
+        let source: String = source.into();
+        let sha = sha1_smol::Sha1::from(source.as_bytes())
+            .digest()
+            .to_string();
+        Self {
+            source: source.into(),
+            sha: sha.into(),
+        }
+    }
+
+    /// Its SHA-1, in lowercase hex, as `SCRIPT LOAD` answers it.
+    #[must_use]
+    pub fn sha(&self) -> &str {
+        &self.sha
+    }
+
+    /// Its source.
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// `EVALSHA sha numkeys keys.. args..` (or `EVAL source ...` when
+    /// `by_source`).
+    fn command<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &self,
+        by_source: bool,
+        keys: &[K],
+        args: &[A],
+    ) -> Vec<Vec<u8>> {
+        let (name, body): (&[u8], &[u8]) = if by_source {
+            (b"EVAL", self.source.as_bytes())
+        } else {
+            (b"EVALSHA", self.sha.as_bytes())
+        };
+        let mut command = Vec::with_capacity(3 + keys.len() + args.len());
+        command.push(name.to_vec());
+        command.push(body.to_vec());
+        command.push(keys.len().to_string().into_bytes());
+        command.extend(keys.iter().map(|k| k.as_ref().to_vec()));
+        command.extend(args.iter().map(|a| a.as_ref().to_vec()));
+        command
+    }
+}
+
+/// Whether a server error says the script is not in that node's cache.
+fn is_noscript(result: &Result<Value, Error>) -> bool {
+    matches!(result, Err(Error::Server(message)) if message.starts_with("NOSCRIPT"))
+}
+
+impl Client {
+    /// Runs `script` with `keys` (one slot) and `args` on the keys' owner:
+    /// `EVALSHA`, then `EVAL` on `NOSCRIPT`. Every retry and refresh rule
+    /// of [`Client::cmd`] holds; the fallbacks are counted
+    /// ([`crate::Stats::noscript_fallbacks`]).
+    ///
+    /// # Errors
+    /// As [`Client::cmd`]: [`Error::CrossSlot`] for keys in several slots,
+    /// [`Error::Server`] for the script's own error, the last status once
+    /// the retries stop.
+    pub async fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &self,
+        script: &Script,
+        keys: &[K],
+        args: &[A],
+    ) -> Result<Value, Error> {
+        let result = self.cmd(&script.command(false, keys, args)).await;
+        if !is_noscript(&result) {
+            return result;
+        }
+        Counters::bump(&self.inner.counters.noscript_fallbacks);
+        tracing::debug!(sha = script.sha(), "NOSCRIPT: sending the script itself");
+        self.cmd(&script.command(true, keys, args)).await
+    }
+}
+
+impl Pipeline {
+    /// Adds `script` with `keys` and `args`: `EVALSHA` in the pipeline; an
+    /// entry answered `NOSCRIPT` is sent again as `EVAL` once the pipeline
+    /// has run (so it runs after the pipeline's other commands on its node).
+    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &mut self,
+        script: &Script,
+        keys: &[K],
+        args: &[A],
+    ) -> &mut Self {
+        let at = self.len();
+        self.cmd(&script.command(false, keys, args));
+        self.fallbacks.push((at, script.command(true, keys, args)));
+        self
+    }
+
+    /// After a run: the script entries answered `NOSCRIPT`, sent again as
+    /// `EVAL` together, their answers put in place.
+    pub(crate) async fn run_fallbacks(
+        &mut self,
+        fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
+        results: &mut [Result<Value, Error>],
+    ) {
+        let missing: Vec<(usize, Vec<Vec<u8>>)> = fallbacks
+            .into_iter()
+            .filter(|(at, _)| results.get(*at).is_some_and(is_noscript))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        for _ in &missing {
+            Counters::bump(&self.inner.counters.noscript_fallbacks);
+        }
+        let mut again = self.client().pipeline();
+        for (_, command) in &missing {
+            again.cmd(command);
+        }
+        let Ok(answers) = Box::pin(again.run()).await else {
+            return;
+        };
+        for ((at, _), answer) in missing.into_iter().zip(answers) {
+            results[at] = answer;
+        }
+    }
+}
+
+impl Transaction {
+    /// Queues `script` with `keys` and `args` as `EVAL` (its source): a
+    /// `NOSCRIPT` inside `EXEC` could not be recovered without running the
+    /// other commands twice.
+    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &mut self,
+        script: &Script,
+        keys: &[K],
+        args: &[A],
+    ) -> &mut Self {
+        self.cmd(&script.command(true, keys, args))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sha_is_what_redis_names_the_script_by() {
+        // `redis-cli SCRIPT LOAD "return 1"`.
+        assert_eq!(
+            Script::new("return 1").sha(),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+        let s = Script::new("return KEYS[1]");
+        let command = s.command(false, &["k"], &["a", "b"]);
+        assert_eq!(
+            command,
+            [
+                b"EVALSHA".to_vec(),
+                s.sha().as_bytes().to_vec(),
+                b"1".to_vec(),
+                b"k".to_vec(),
+                b"a".to_vec(),
+                b"b".to_vec()
+            ]
+        );
+        assert_eq!(
+            s.command(true, &["k"], &[] as &[&str])[1],
+            b"return KEYS[1]"
+        );
+    }
+}
