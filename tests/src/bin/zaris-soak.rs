@@ -8,10 +8,17 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use zaris_tests::soak::{default_out, run, Config, Report};
+use zaris_tests::soak::{default_out, draw, run, Config, Report};
 
 fn main() -> anyhow::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // `zaris-soak redraw REPORT SVG`: the timeline again, from a report.
+    if let [verb, report, svg] = &args[..] {
+        if verb == "redraw" {
+            let report: Report = serde_json::from_str(&std::fs::read_to_string(report)?)?;
+            return draw(&report, Path::new(svg));
+        }
+    }
     let record = args.iter().any(|a| a == "--record");
     args.retain(|a| a != "--record");
     let mut args = args.into_iter();

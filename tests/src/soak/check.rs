@@ -44,7 +44,7 @@ const REPLICATION_LAG_MS: f64 = 1_000.0;
 const REFRESH_INTERVAL_MS: f64 = 500.0;
 
 /// Operations and how many succeeded.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     /// Operations.
     pub operations: u64,
@@ -71,7 +71,7 @@ impl Tally {
 }
 
 /// Acknowledged writes found missing, by where.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Lost {
     /// Inside the window of an event that may lose them.
     pub inside_lossy_windows: u64,
@@ -99,7 +99,7 @@ impl Lost {
 }
 
 /// One second of the run.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Second {
     /// Operations that succeeded, completed in that second.
     pub succeeded: u64,
@@ -115,7 +115,7 @@ pub struct Second {
 /// no read of a value never written; counters and compare-and-set chains
 /// consistent; transactions whole; no operation past its deadline by more
 /// than 100 ms; refreshes and memory bounded.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// `redis-server` or `valkey-server`.
     pub server: String,
@@ -639,12 +639,31 @@ pub(crate) fn judge(
     Ok(report)
 }
 
+/// Event colors (Okabe-Ito and Tol's muted: told apart by most eyes).
+const PALETTE: [RGBColor; 14] = [
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 158, 115),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(51, 34, 136),
+    RGBColor(136, 204, 238),
+    RGBColor(68, 170, 153),
+    RGBColor(17, 119, 51),
+    RGBColor(153, 153, 51),
+    RGBColor(204, 102, 119),
+    RGBColor(136, 34, 85),
+];
+
 /// The timeline: operations a second (succeeded, failed) and refreshes a
 /// second, each event shaded and named.
-pub(crate) fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
+pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (top, bottom) = root.split_vertically(360);
+    let (top, rest) = root.split_vertically(330);
+    let (legend, bottom) = rest.split_vertically(38);
     let seconds = report.timeline.len().max(1) as f64;
     let most = report
         .timeline
@@ -671,29 +690,49 @@ pub(crate) fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
         .y_desc("operations / s")
         .disable_x_mesh()
         .draw()?;
-    let palette = [
-        RGBColor(230, 159, 0),
-        RGBColor(86, 180, 233),
-        RGBColor(0, 158, 115),
-        RGBColor(204, 121, 167),
-    ];
+    // One color per kind of event; names on the spans only when they fit.
+    let color_of = |kind: EventKind| {
+        let i = EventKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+        PALETTE[i % PALETTE.len()]
+    };
+    let named = report.events.len() <= 30;
     for (i, e) in report.events.iter().enumerate() {
         let (a, b) = (
             e.start_ms / 1000.0,
             (e.end_ms / 1000.0).max(e.start_ms / 1000.0 + 0.2),
         );
-        let color = palette[i % palette.len()].mix(0.25);
+        let color = color_of(e.kind).mix(0.35);
         ops.draw_series(std::iter::once(Rectangle::new(
             [(a, 0.0), (b, most * 1.15)],
             color.filled(),
         )))?;
-        let label = format!("{:?}", e.kind);
-        let y = most * (1.1 - 0.08 * (i % 4) as f64);
-        ops.draw_series(std::iter::once(Text::new(
-            label,
-            (a, y),
-            ("sans-serif", 11),
-        )))?;
+        if named {
+            let label = format!("{:?}", e.kind);
+            let y = most * (1.1 - 0.08 * (i % 4) as f64);
+            ops.draw_series(std::iter::once(Text::new(
+                label,
+                (a, y),
+                ("sans-serif", 11),
+            )))?;
+        }
+    }
+    // The kinds' colors, in a strip of their own.
+    let (mut x, mut y) = (70, 4);
+    for kind in EventKind::ALL {
+        if !report.events.iter().any(|e| e.kind == kind) {
+            continue;
+        }
+        let name = format!("{kind:?}");
+        let width = 20 + 6 * i32::try_from(name.len()).unwrap_or(10);
+        if x + width > 1090 {
+            (x, y) = (70, y + 16);
+        }
+        legend.draw(&Rectangle::new(
+            [(x, y + 1), (x + 10, y + 11)],
+            color_of(kind).filled(),
+        ))?;
+        legend.draw(&Text::new(name, (x + 13, y), ("sans-serif", 11)))?;
+        x += width;
     }
     let line = |f: fn(&Second) -> u64| -> Vec<(f64, f64)> {
         report

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use check::Report;
+pub use check::{draw, Report};
 pub use nemesis::{Draw, Event, EventKind, Schedule};
 
 use crate::cluster::Cluster;

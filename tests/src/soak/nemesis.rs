@@ -11,7 +11,9 @@ use crate::cluster::Cluster;
 use crate::proxy::{Faults, Flow};
 
 /// The events the nemesis draws from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// `CLUSTER FAILOVER` on a replica.
@@ -98,7 +100,7 @@ fn migrate_step_by_step(c: &Cluster, slot: u16, from: usize, to: usize) -> std::
 }
 
 /// One event as it happened.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// What.
     pub kind: EventKind,
