@@ -41,6 +41,11 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 pub const REFRESH_DEBOUNCE: Duration = Duration::from_millis(500);
 /// How long one attempt may wait for a connection and its reply.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a new connection may take to be ready (TCP, TLS, `AUTH`):
+/// far above a handshake's milliseconds, far below the attempt time-out,
+/// so a node whose host drops connection attempts (no refusal, no answer)
+/// costs an attempt 2 s, not 5.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The largest reply accepted (Redis's own `proto-max-bulk-len`).
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 512 * 1024 * 1024;
 /// Requests one node may hold unanswered on its shared connection (the
@@ -95,6 +100,7 @@ pub struct Builder {
     read_from: ReadFrom,
     refresh_min_interval: Duration,
     max_in_flight_per_node: usize,
+    connect_timeout: Duration,
     env: EnvLookup,
 }
 
@@ -115,6 +121,7 @@ impl Default for Builder {
             read_from: ReadFrom::Primary,
             refresh_min_interval: REFRESH_DEBOUNCE,
             max_in_flight_per_node: DEFAULT_MAX_IN_FLIGHT_PER_NODE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -166,6 +173,17 @@ impl Builder {
     #[must_use]
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = timeout;
+        self
+    }
+
+    /// The most a new connection may take to be ready: TCP connect, TLS
+    /// handshake, `AUTH`, `READONLY` (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`], 2 s; never more than the attempt
+    /// time-out, which bounds the whole attempt). A node whose host drops
+    /// connection attempts costs this, not the attempt time-out.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
         self
     }
 
@@ -346,6 +364,11 @@ impl Builder {
         if self.poll_interval.is_zero() {
             return Err(Error::Config("the poll interval must be positive".into()));
         }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::Config(
+                "the connect time-out must be positive".into(),
+            ));
+        }
         if self.max_in_flight_per_node == 0 {
             return Err(Error::Config(
                 "max_in_flight_per_node must be at least 1".into(),
@@ -367,6 +390,7 @@ impl Builder {
                 tls: self.tls.map(Arc::new),
                 map_address: self.map_address,
                 readonly: self.read_from != ReadFrom::Primary,
+                connect_timeout: self.connect_timeout,
             },
             durability: self.durability,
             read_from: self.read_from,

@@ -189,6 +189,9 @@ pub(crate) struct ConnOptions {
     pub map_address: Option<AddressMap>,
     /// Send `READONLY` first: replicas may serve this client's reads.
     pub readonly: bool,
+    /// The most a new connection may take to be ready (TCP, TLS, `AUTH`,
+    /// `READONLY`), whatever the attempt's own time-out.
+    pub connect_timeout: Duration,
 }
 
 impl std::fmt::Debug for ConnOptions {
@@ -265,13 +268,14 @@ pub(crate) struct Limits {
 
 impl Connection {
     /// Connects to `addr` (or where the address map sends it) within
-    /// `timeout`, TLS handshake included, and authenticates when the options
-    /// carry credentials.
+    /// `timeout` and the connect time-out, TLS handshake included, and
+    /// authenticates when the options carry credentials.
     pub(crate) async fn connect(
         addr: &str,
         timeout: Duration,
         options: &ConnOptions,
     ) -> Result<Self, ConnError> {
+        let timeout = timeout.min(options.connect_timeout);
         let stream = open(addr, timeout, options).await?;
         let (requests, queue) = mpsc::channel(4096);
         let alive = Health::new();

@@ -64,8 +64,9 @@ pub use cluster_map::{
     parse_cluster_shards, parse_cluster_shards_over, parse_cluster_slots, MapError, SlotRange,
 };
 pub use config::{
-    Builder, Durability, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_IN_FLIGHT_PER_NODE,
-    DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL, REFRESH_DEBOUNCE,
+    Builder, Durability, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_IN_FLIGHT_PER_NODE, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
+    REFRESH_DEBOUNCE,
 };
 pub use conn::Credentials;
 pub use error::Error;
