@@ -1,27 +1,24 @@
-//! The client: its shared state (the map, the nodes, the counters) and the
-//! typed calls. Each call is routed by its key to the owner in the current
-//! snapshot and run under the retry driver (`request.rs`); any other
-//! command goes through [`Client::cmd`] (`command.rs`).
+//! The client and its typed calls. Each call is routed by its key to the
+//! owner in the current snapshot and run under the retry driver
+//! (`request.rs`) on the shared state (`inner.rs`); any other command goes
+//! through [`Client::cmd`] (`command.rs`).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
-use futures_util::future::try_join_all;
 use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{hash_tag, slot_for_key};
 
-use crate::cluster_map::SlotRange;
 use crate::config::{Builder, Config};
-use crate::map::{Registry, Snapshot};
-use crate::ownership::{Announcer, OwnershipChanges, Revealed};
-use crate::refresh::{poll, Gate, Redirects};
-use crate::request::{pack, Packed, Replies, Route};
-use crate::stats::{Counters, RefreshCause, Stats};
-use crate::Error;
+use crate::conn::{authenticate, ConnError};
+use crate::inner::Inner;
+use crate::ownership::{OwnershipChanges, Revealed};
+use crate::refresh::poll;
+use crate::reply::{expect_ok, integer, unexpected, Replies};
+use crate::route::{pack, Packed, Route};
+use crate::stats::{RefreshCause, Stats};
+use crate::topology::SlotRange;
+use crate::{Error, Value};
 
 /// A stored value and its version (`get_versioned`, `set_if_version`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,24 +36,6 @@ pub struct Client {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// What every clone of a client shares.
-pub(crate) struct Inner {
-    pub(crate) config: Config,
-    pub(crate) snapshot: ArcSwap<Snapshot>,
-    pub(crate) registry: Registry,
-    pub(crate) seeds: Vec<String>,
-    pub(crate) gate: Arc<Gate>,
-    pub(crate) redirects: Redirects,
-    pub(crate) counters: Counters,
-    /// Distinguishes this client's request markers (`incr_by`).
-    marker_prefix: u64,
-    marker_seq: AtomicU64,
-    /// Spreads keyless commands over the slots, so over the masters.
-    pub(crate) next_any: AtomicUsize,
-    /// Tells [`Client::ownership_changes`] listeners of each map change.
-    pub(crate) announcer: Announcer,
-}
-
 const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
     if v ~= tonumber(ARGV[2]) then return {0, v} end \
     redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[1]) \
@@ -70,6 +49,20 @@ const INCR_ONCE: &str = "if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[2]) 
     return v \
     end \
     return tonumber(redis.call('GET', KEYS[2]))";
+
+impl Builder {
+    /// Connects with these settings (see [`Client::connect`]). Seeds (any
+    /// strings: `&str`, `String`) are `host:port`, `redis://host:port` or
+    /// `rediss://host:port` (TLS), all of one kind.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a bad setting or seed; [`Error::NoSeedReachable`]
+    /// when no seed answers with a cluster map.
+    pub async fn connect<S: AsRef<str>>(self, seeds: &[S]) -> Result<Client, Error> {
+        let (seeds, config) = self.settle(seeds)?;
+        Client::start(seeds, config).await
+    }
+}
 
 impl Client {
     /// Connects to the cluster one of `seeds` (`host:port`) belongs to,
@@ -92,26 +85,7 @@ impl Client {
         if seeds.is_empty() {
             return Err(Error::Config("no seed addresses given".into()));
         }
-        let min_interval = config.refresh_min_interval;
-        let registry = Registry::new(config.max_in_flight_per_node);
-        for seed in &seeds {
-            registry.node(seed);
-        }
-        let state = std::collections::hash_map::RandomState::new();
-        let marker_prefix = std::hash::BuildHasher::hash_one(&state, Instant::now());
-        let inner = Arc::new(Inner {
-            config,
-            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
-            registry,
-            seeds,
-            gate: Arc::new(Gate::new(min_interval)),
-            redirects: Redirects::default(),
-            counters: Counters::default(),
-            marker_prefix,
-            marker_seq: AtomicU64::new(0),
-            next_any: AtomicUsize::new(0),
-            announcer: Announcer::default(),
-        });
+        let inner = Arc::new(Inner::new(seeds, config));
         inner.load_map(None).await?;
         tokio::spawn(poll(Arc::downgrade(&inner)));
         Ok(Client { inner })
@@ -142,7 +116,7 @@ impl Client {
     pub async fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<(), Error> {
         let (key, value) = (key.as_ref(), value.as_ref());
         let frames = self
-            .keyed(key, self.write("SET", &[b"SET", key, value]))
+            .keyed(key, self.pack_write("SET", &[b"SET", key, value]))
             .await?;
         self.check_durable(&frames)?;
         expect_ok("SET", &frames[0])
@@ -160,7 +134,7 @@ impl Client {
     ) -> Result<(), Error> {
         let (key, value) = (key.as_ref(), value.as_ref());
         let frames = self
-            .keyed(key, self.write("SET", &[b"SET", key, value, b"NX"]))
+            .keyed(key, self.pack_write("SET", &[b"SET", key, value, b"NX"]))
             .await?;
         if frames[0] == BytesFrame::Null {
             return Err(Error::Conflict {
@@ -177,7 +151,9 @@ impl Client {
     /// See [`Error`].
     pub async fn del(&self, key: impl AsRef<[u8]>) -> Result<bool, Error> {
         let key = key.as_ref();
-        let frames = self.keyed(key, self.write("DEL", &[b"DEL", key])).await?;
+        let frames = self
+            .keyed(key, self.pack_write("DEL", &[b"DEL", key]))
+            .await?;
         self.check_durable(&frames)?;
         Ok(integer("DEL", &frames[0])? > 0)
     }
@@ -196,10 +172,13 @@ impl Client {
         let n = n.to_string();
         let tag = hash_tag(key);
         let frames = if tag.is_empty() || tag.contains(&b'}') {
-            self.keyed(key, self.write("INCRBY", &[b"INCRBY", key, n.as_bytes()]))
-                .await?
+            self.keyed(
+                key,
+                self.pack_write("INCRBY", &[b"INCRBY", key, n.as_bytes()]),
+            )
+            .await?
         } else {
-            let seq = self.inner.marker_seq.fetch_add(1, Ordering::Relaxed);
+            let seq = self.inner.next_marker();
             let mut marker = Vec::with_capacity(tag.len() + 40);
             marker.push(b'{');
             marker.extend_from_slice(tag);
@@ -215,7 +194,7 @@ impl Client {
                 n.as_bytes(),
                 b"60000",
             ];
-            self.keyed(key, self.write("INCRBY", &args)).await?
+            self.keyed(key, self.pack_write("INCRBY", &args)).await?
         };
         self.check_durable(&frames)?;
         integer("INCRBY", &frames[0])
@@ -273,7 +252,9 @@ impl Client {
             value,
             expected.as_bytes(),
         ];
-        let frames = self.keyed(key, self.write("SET_IF_VERSION", &args)).await?;
+        let frames = self
+            .keyed(key, self.pack_write("SET_IF_VERSION", &args))
+            .await?;
         let outcome = match &frames[0] {
             BytesFrame::Array(parts) => match parts.as_slice() {
                 [BytesFrame::Integer(applied), BytesFrame::Integer(version)] => {
@@ -294,40 +275,39 @@ impl Client {
     }
 
     /// The values at `keys`, in order. Keys are split by slot (Redis
-    /// refuses multi-key commands across slots), and the parts run in
-    /// parallel, each on its owner's connection.
+    /// refuses multi-key commands across slots) as [`Client::cmd`] splits
+    /// `MGET`: one request per slot, all sent in one round (each owner's
+    /// share in one write), each retried on its own.
     ///
     /// # Errors
     /// The first part's error.
     pub async fn mget<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
-        let groups = by_slot(keys.iter().map(AsRef::as_ref));
-        let parts = groups.iter().map(|(slot, indexes)| async move {
-            let mut args: Vec<&[u8]> = vec![b"MGET"];
-            args.extend(indexes.iter().map(|&i| keys[i].as_ref()));
-            let frames = self
-                .execute(Route::Slot(*slot), pack("MGET", &[&args]).reading())
-                .await?;
-            match &frames[0] {
-                BytesFrame::Array(values) if values.len() == indexes.len() => {
-                    Ok((indexes, values.clone()))
-                }
-                other => Err(unexpected("MGET", other)),
-            }
-        });
-        let mut out = vec![None; keys.len()];
-        for (indexes, values) in try_join_all(parts).await? {
-            for (&i, value) in indexes.iter().zip(values) {
-                out[i] = match value {
-                    BytesFrame::BulkString(b) => Some(b),
-                    BytesFrame::Null => None,
-                    other => return Err(unexpected("MGET", &other)),
-                };
-            }
+        if keys.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        let mut args: Vec<&[u8]> = Vec::with_capacity(keys.len() + 1);
+        args.push(b"MGET");
+        args.extend(keys.iter().map(AsRef::as_ref));
+        let shape = |reply: &Value| Error::UnexpectedReply {
+            command: "MGET",
+            reply: format!("{reply:?}"),
+        };
+        match self.inner.cmd(&args).await? {
+            Value::Array(values) if values.len() == keys.len() => values
+                .into_iter()
+                .map(|value| match value {
+                    Value::Data(b) => Ok(Some(b)),
+                    Value::Nil => Ok(None),
+                    other => Err(shape(&other)),
+                })
+                .collect(),
+            other => Err(shape(&other)),
+        }
     }
 
-    /// Stores every pair; split by slot and run in parallel like [`Client::mget`].
+    /// Stores every pair; split by slot and sent in one round like
+    /// [`Client::mget`] (with durable writes, each part waits for its
+    /// replicas).
     ///
     /// # Errors
     /// The first part's error (other parts may have been written).
@@ -335,65 +315,21 @@ impl Client {
         &self,
         pairs: &[(K, V)],
     ) -> Result<(), Error> {
-        let groups = by_slot(pairs.iter().map(|(k, _)| k.as_ref()));
-        let parts = groups.iter().map(|(slot, indexes)| async move {
-            let mut args: Vec<&[u8]> = vec![b"MSET"];
-            for &i in indexes {
-                args.extend([pairs[i].0.as_ref(), pairs[i].1.as_ref()]);
-            }
-            let frames = self
-                .execute(Route::Slot(*slot), self.write("MSET", &args))
-                .await?;
-            self.check_durable(&frames)?;
-            expect_ok("MSET", &frames[0])
-        });
-        try_join_all(parts).await.map(|_| ())
-    }
-
-    /// Every key matching `pattern` (glob, as `SCAN MATCH`), from the
-    /// distinct active owners, scanned in parallel.
-    ///
-    /// # Errors
-    /// The first node's error.
-    pub async fn scan(&self, pattern: &str) -> Result<Vec<Bytes>, Error> {
-        let owners = self.inner.snapshot.load().active_owners();
-        let scans = owners.into_iter().map(|node| async move {
-            let mut keys = Vec::new();
-            let mut cursor = Bytes::from_static(b"0");
-            loop {
-                let command = pack(
-                    "SCAN",
-                    &[&[
-                        b"SCAN",
-                        &cursor,
-                        b"MATCH",
-                        pattern.as_bytes(),
-                        b"COUNT",
-                        b"1000",
-                    ]],
-                );
-                let frames = self.execute(Route::Node(node.clone()), command).await?;
-                let BytesFrame::Array(parts) = &frames[0] else {
-                    return Err(unexpected("SCAN", &frames[0]));
-                };
-                let [BytesFrame::BulkString(next), BytesFrame::Array(batch)] = parts.as_slice()
-                else {
-                    return Err(unexpected("SCAN", &frames[0]));
-                };
-                keys.extend(batch.iter().filter_map(|k| match k {
-                    BytesFrame::BulkString(k) => Some(k.clone()),
-                    _ => None,
-                }));
-                if &next[..] == b"0" {
-                    return Ok(keys);
-                }
-                cursor = next.clone();
-            }
-        });
-        let mut keys: Vec<Bytes> = try_join_all(scans).await?.into_iter().flatten().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        Ok(keys)
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let mut args: Vec<&[u8]> = Vec::with_capacity(2 * pairs.len() + 1);
+        args.push(b"MSET");
+        for (key, value) in pairs {
+            args.extend([key.as_ref(), value.as_ref()]);
+        }
+        match self.inner.cmd(&args).await? {
+            Value::Status(ok) if &ok[..] == b"OK" => Ok(()),
+            other => Err(Error::UnexpectedReply {
+                command: "MSET",
+                reply: format!("{other:?}"),
+            }),
+        }
     }
 
     /// The push path (docs/behaviour.md §5): slots `first_slot..=last_slot` are
@@ -485,16 +421,72 @@ impl Client {
     /// The counters so far.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.inner.counters.snapshot()
+        let mut stats = self.inner.counters.snapshot();
+        for node in self.inner.registry.all() {
+            stats.nodes_opened += node.times_opened();
+            stats.reconnect_backoffs += node.backoffs();
+        }
+        stats
     }
 
-    /// A write, followed by `WAIT` when writes are durable.
-    pub(crate) fn write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
-        self.inner.write(name, args)
+    /// Sends a fresh `AUTH`, with what the credentials provider returns
+    /// now (`Builder::credentials`), on every live shared connection, and
+    /// drops the spare dedicated ones (the next are made with the new
+    /// credentials, as every new connection is). For credentials that
+    /// expire on connections already made (IAM tokens). Subscriptions keep
+    /// theirs: a subscribed connection takes no `AUTH` in RESP2; they
+    /// authenticate anew when they reconnect. A no-op without credentials.
+    ///
+    /// # Errors
+    /// [`Error::Auth`] naming the first node that refused them (or the
+    /// provider's error). A connection that broke meanwhile is left to
+    /// reconnect.
+    pub async fn reauthenticate(&self) -> Result<(), Error> {
+        let options = &self.inner.config.conn;
+        let Some(source) = &options.credentials else {
+            return Ok(());
+        };
+        let credentials = source().await.map_err(|why| Error::Auth {
+            node: "(none: the provider failed)".into(),
+            detail: format!("the credentials provider: {why}"),
+        })?;
+        let timeout = self.inner.config.attempt_timeout;
+        let nodes = self.inner.registry.all();
+        let sent = nodes.iter().filter_map(|node| {
+            node.drop_spares();
+            let conn = node.live()?;
+            let credentials = &credentials;
+            Some(async move {
+                (
+                    node,
+                    authenticate(&conn, &node.addr, credentials, timeout).await,
+                )
+            })
+        });
+        for (node, result) in futures_util::future::join_all(sent).await {
+            match result {
+                Ok(()) => {}
+                Err(ConnError::Rejected(detail)) => {
+                    return Err(Error::Auth {
+                        node: node.addr.to_string(),
+                        detail,
+                    })
+                }
+                Err(e) => {
+                    tracing::info!(node = %node.addr, error = %e, "re-authenticating: the connection broke; it reconnects")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A write, packed, followed by `WAIT` when writes are durable.
+    fn pack_write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
+        self.inner.pack_write(name, args)
     }
 
     /// With durable writes, the `WAIT` reply must count enough replicas.
-    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+    fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
         self.inner.check_durable(frames)
     }
 
@@ -504,95 +496,5 @@ impl Client {
 
     async fn execute(&self, route: Route, command: Packed) -> Result<Replies, Error> {
         self.inner.execute(route, command).await
-    }
-}
-
-impl Inner {
-    /// A write, followed by `WAIT` when writes are durable.
-    pub(crate) fn write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
-        match self.config.durability {
-            None => pack(name, &[args]),
-            Some(d) => {
-                let replicas = d.replicas.to_string();
-                let timeout = d.timeout.as_millis().max(1).to_string();
-                pack(
-                    name,
-                    &[args, &[b"WAIT", replicas.as_bytes(), timeout.as_bytes()]],
-                )
-            }
-        }
-    }
-
-    /// With durable writes, the `WAIT` reply must count enough replicas.
-    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
-        let Some(durability) = self.config.durability else {
-            return Ok(());
-        };
-        let acked = integer("WAIT", frames.get(1).unwrap_or(&BytesFrame::Null))?;
-        if acked < i64::from(durability.replicas) {
-            return Err(Error::NotReplicated {
-                acked,
-                needed: durability.replicas,
-            });
-        }
-        Ok(())
-    }
-}
-
-pub(crate) fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
-    match reply {
-        BytesFrame::Error(e) => Error::Server(e.to_string()),
-        other => Error::UnexpectedReply {
-            command,
-            reply: format!("{other:?}"),
-        },
-    }
-}
-
-pub(crate) fn expect_ok(command: &'static str, reply: &BytesFrame) -> Result<(), Error> {
-    match reply {
-        BytesFrame::SimpleString(s) if &s[..] == b"OK" => Ok(()),
-        other => Err(unexpected(command, other)),
-    }
-}
-
-pub(crate) fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, Error> {
-    match reply {
-        BytesFrame::Integer(n) => Ok(*n),
-        other => Err(unexpected(command, other)),
-    }
-}
-
-/// Key indexes grouped by slot, in first-seen order.
-pub(crate) fn by_slot<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<(u16, Vec<usize>)> {
-    let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
-    let mut index: HashMap<u16, usize> = HashMap::new();
-    for (i, key) in keys.enumerate() {
-        let slot = slot_for_key(key);
-        let g = *index.entry(slot).or_insert_with(|| {
-            groups.push((slot, Vec::new()));
-            groups.len() - 1
-        });
-        groups[g].1.push(i);
-    }
-    groups
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_group_by_slot_in_order() {
-        let keys: [&[u8]; 4] = [b"{a}1", b"b", b"{a}2", b"123456789"];
-        let groups = by_slot(keys.into_iter());
-        assert_eq!(
-            groups,
-            vec![
-                (slot_for_key(b"a"), vec![0, 2]),
-                (slot_for_key(b"b"), vec![1]),
-                (12739, vec![3])
-            ]
-        );
     }
 }

@@ -15,9 +15,10 @@ use zaris_core::{
     CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
-use crate::client::Inner;
-use crate::conn::encode_into;
-use crate::request::{take_frame, Packed, Route};
+use crate::codec::encode_into;
+use crate::inner::Inner;
+use crate::reply::take_frame;
+use crate::route::{Packed, Route};
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
 
@@ -274,7 +275,7 @@ impl Inner {
                     _ => Err(Error::CrossSlot { first, second }),
                 }
             }
-            Err(error) => Err(command_error(args, error)),
+            Err(error) => Err(Error::command(args, error)),
         }
     }
 
@@ -307,7 +308,7 @@ impl Inner {
             },
             Plan::Split { stride, merge } => {
                 let positions: Vec<usize> = command_keys(args)
-                    .map_err(|error| command_error(args, error))?
+                    .map_err(|error| Error::command(args, error))?
                     .collect();
                 let mut slots: Vec<u16> = Vec::new();
                 let mut members: Vec<Vec<usize>> = Vec::new();
@@ -471,17 +472,6 @@ fn keys_have_one_owner(args: &[&[u8]]) -> Error {
     Error::Unsupported {
         command: String::from_utf8_lossy(args[0]).to_ascii_lowercase(),
         why: "its keys have one owner: use Client::cmd",
-    }
-}
-
-/// A command the core refused, named.
-fn command_error(args: &[&[u8]], error: CommandError) -> Error {
-    Error::Command {
-        command: args
-            .first()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .unwrap_or_default(),
-        error,
     }
 }
 

@@ -11,7 +11,8 @@ use zaris_core::{
 
 use std::sync::Arc;
 
-use crate::conn::{AddressMap, ConnOptions, Credentials, Limits};
+use crate::codec::Limits;
+use crate::conn::{AddressMap, ConnOptions, Credentials, CredentialsSource};
 use crate::Error;
 
 /// Which nodes serve reads (commands the servers flag read-only).
@@ -32,7 +33,7 @@ pub enum ReadFrom {
     /// when it has none that is reachable.
     PreferReplica,
     /// Reads round robin over the primary and its replicas.
-    AnyNode,
+    PrimaryAndReplicas,
 }
 
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
@@ -94,7 +95,7 @@ pub struct Builder {
     attempt_timeout: Duration,
     max_reply_bytes: usize,
     durability: Option<Durability>,
-    auth: Option<Credentials>,
+    credentials: Option<CredentialsSource>,
     tls: Option<rustls::ClientConfig>,
     map_address: Option<AddressMap>,
     read_from: ReadFrom,
@@ -115,7 +116,7 @@ impl Default for Builder {
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             durability: None,
-            auth: None,
+            credentials: None,
             tls: None,
             map_address: None,
             read_from: ReadFrom::Primary,
@@ -220,11 +221,49 @@ impl Builder {
     /// Authenticates every connection (`AUTH [username] password`), for
     /// servers with `requirepass` (`username: None`) or ACL users.
     #[must_use]
-    pub fn auth(mut self, username: Option<&str>, password: &str) -> Self {
-        self.auth = Some(Credentials {
+    pub fn auth(self, username: Option<&str>, password: &str) -> Self {
+        let credentials = Credentials {
             username: username.map(str::to_owned),
             password: password.to_owned(),
-        });
+        };
+        self.credentials(move || std::future::ready(Ok::<_, String>(credentials.clone())))
+    }
+
+    /// Authenticates every connection with what `provider` returns, asked
+    /// anew for every new connection and by
+    /// [`Client::reauthenticate`](crate::Client::reauthenticate): for
+    /// credentials that rotate (IAM tokens, which expire every 15 minutes,
+    /// or a vault's leases). The provider may be async; an `Err` it returns
+    /// fails the connection as [`Error::Auth`] naming the node, and is
+    /// never retried blindly. The last call wins over [`Builder::auth`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zaris_client::Error> {
+    /// use zaris_client::{Client, Credentials};
+    /// let client = Client::builder()
+    ///     .credentials(|| async {
+    ///         // fetch a fresh token here
+    ///         Ok::<_, std::io::Error>(Credentials {
+    ///             username: Some("app".into()),
+    ///             password: "token".into(),
+    ///         })
+    ///     })
+    ///     .connect(&["127.0.0.1:7000"])
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn credentials<F, Fut, E>(mut self, provider: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Credentials, E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        let provider = Arc::new(provider);
+        self.credentials = Some(Arc::new(move || {
+            let fetch = provider();
+            Box::pin(async move { fetch.await.map_err(|e| e.to_string()) })
+        }));
         self
     }
 
@@ -309,14 +348,13 @@ impl Builder {
         self
     }
 
-    /// Connects with these settings (see [`crate::Client::connect`]).
-    /// Seeds (any strings: `&str`, `String`) are `host:port`,
-    /// `redis://host:port` or `rediss://host:port` (TLS), all of one kind.
-    ///
-    /// # Errors
-    /// [`Error::Config`] for a bad setting or seed; [`Error::NoSeedReachable`]
-    /// when no seed answers with a cluster map.
-    pub async fn connect<S: AsRef<str>>(mut self, seeds: &[S]) -> Result<crate::Client, Error> {
+    /// The seeds' addresses and the settings, checked (the TLS scheme of
+    /// the seeds and the configuration agree): what `Builder::connect`
+    /// (`client.rs`) connects with.
+    pub(crate) fn settle<S: AsRef<str>>(
+        mut self,
+        seeds: &[S],
+    ) -> Result<(Vec<String>, Config), Error> {
         let (seeds, scheme) = parse_seeds(seeds)?;
         match (scheme, self.tls.is_some()) {
             (Some(Scheme::Tls), false) => self.tls = Some(default_tls()?),
@@ -327,8 +365,7 @@ impl Builder {
             }
             _ => {}
         }
-        let config = self.resolve()?;
-        crate::Client::start(seeds, config).await
+        Ok((seeds, self.resolve()?))
     }
 
     pub(crate) fn resolve(self) -> Result<Config, Error> {
@@ -386,7 +423,7 @@ impl Builder {
                 limits: Limits {
                     max_reply_bytes: self.max_reply_bytes.max(64),
                 },
-                auth: self.auth.map(Arc::new),
+                credentials: self.credentials,
                 tls: self.tls.map(Arc::new),
                 map_address: self.map_address,
                 readonly: self.read_from != ReadFrom::Primary,

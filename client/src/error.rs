@@ -60,6 +60,17 @@ pub enum Error {
         /// What failed, in rustls's words, with a hint where one helps.
         detail: String,
     },
+    /// A node refused the client's credentials (`WRONGPASS`, `NOAUTH`, an
+    /// `AUTH` error), or the credentials provider gave none. Not churn:
+    /// surfaced at once, never retried blindly (a rotated password is
+    /// fixed by the provider and [`crate::Client::reauthenticate`]).
+    #[error("authentication with {node}: {detail}")]
+    Auth {
+        /// The node's address.
+        node: String,
+        /// The server's words, or the provider's.
+        detail: String,
+    },
     /// A reply larger than the configured limit (`Builder::max_reply_bytes`).
     #[error("reply from {node} is larger than {limit} bytes")]
     ReplyTooLarge {
@@ -131,6 +142,16 @@ pub enum Error {
         /// Why, and what to use instead.
         why: &'static str,
     },
+    /// A [`crate::Client::scan`] could not cover every slot: slots kept
+    /// moving (or their owners kept failing) through every pass. The keys
+    /// already returned stand; those of the uncovered slots may be missing.
+    #[error("the scan left {uncovered} slot(s) uncovered after {passes} passes: they kept moving")]
+    ScanIncomplete {
+        /// Slots no pass covered.
+        uncovered: usize,
+        /// Passes made.
+        passes: u32,
+    },
     /// A transaction's `EXEC` was sent, but its reply was lost: it may or
     /// may not have been applied, so it is not sent again.
     #[error("the transaction may or may not have been applied ({detail}): it is not sent again")]
@@ -147,6 +168,22 @@ impl From<SettingError> for Error {
 }
 
 impl Error {
+    /// A command line the core refused, as the caller gets it: keys in
+    /// two slots are [`Error::CrossSlot`], anything else
+    /// [`Error::Command`], named.
+    pub(crate) fn command(args: &[&[u8]], error: CommandError) -> Self {
+        match error {
+            CommandError::CrossSlot { first, second } => Error::CrossSlot { first, second },
+            error => Error::Command {
+                command: args
+                    .first()
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .unwrap_or_default(),
+                error,
+            },
+        }
+    }
+
     /// The status behind this error, if it is one of the vocabulary.
     #[must_use]
     pub fn status(&self) -> Option<KvStatus> {

@@ -41,28 +41,37 @@
 //! `ZARIS_CLIENT_MAP_REFRESH_WAIT_MS` (default 15000). A bad value is an
 //! [`Error::Config`] when the client is built.
 
+// The layers, bottom up (tests/layout.rs holds them to it): what has no
+// state (`codec`, `topology`, `value`, `error`, `config`, `stats`, `reply`),
+// the connections (`conn`), the nodes and the map (`pool`, `snapshot`,
+// `route`, `gate`, `ownership`), the shared state (`inner`), what runs on
+// it (`request`, `refresh`, `command`), and the API (`client`,
+// `pipeline`, `transaction`, `script`, `pubsub`).
 mod client;
-mod cluster_map;
+mod codec;
 mod command;
 mod config;
 mod conn;
 mod error;
-mod map;
+mod gate;
+mod inner;
 mod ownership;
 mod pipeline;
+mod pool;
 mod pubsub;
 mod refresh;
+mod reply;
 mod request;
-mod resp;
+mod route;
+mod scan;
 mod script;
+mod snapshot;
 mod stats;
+mod topology;
 mod transaction;
 mod value;
 
 pub use client::{Client, Versioned};
-pub use cluster_map::{
-    parse_cluster_shards, parse_cluster_shards_over, parse_cluster_slots, MapError, SlotRange,
-};
 pub use config::{
     Builder, Durability, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT_PER_NODE, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
@@ -76,8 +85,10 @@ pub use pubsub::{Received, Subscription};
 /// The TLS library [`Builder::tls`] takes a configuration of, re-exported
 /// so its version always matches.
 pub use rustls;
+pub use scan::{Scan, ScanOptions, MAX_SCAN_PASSES};
 pub use script::Script;
 pub use stats::{RefreshCause, Stats};
+pub use topology::{MapError, SlotRange};
 pub use transaction::{Transaction, Watched};
 pub use value::Value;
 pub use zaris_core::{CommandError, KvStatus, StopReason, TransportFailure};
@@ -89,8 +100,32 @@ pub mod _fuzz {
     use bytes::BytesMut;
     pub use redis_protocol::resp2::types::BytesFrame;
 
-    pub use crate::cluster_map::{parse_cluster_shards, parse_cluster_slots};
-    use crate::conn::Limits;
+    use crate::codec::Limits;
+    use crate::topology::{MapError, SlotRange};
+
+    /// A `CLUSTER SHARDS` reply from the node at `asked`, as the client
+    /// reads it.
+    ///
+    /// # Errors
+    /// What the client refuses in it.
+    pub fn parse_cluster_shards(
+        reply: &crate::Value,
+        asked: &str,
+    ) -> Result<Vec<SlotRange>, MapError> {
+        crate::topology::parse_cluster_shards(reply, asked)
+    }
+
+    /// A `CLUSTER SLOTS` reply from the node at `asked`, as the client
+    /// reads it.
+    ///
+    /// # Errors
+    /// What the client refuses in it.
+    pub fn parse_cluster_slots(
+        reply: &crate::Value,
+        asked: &str,
+    ) -> Result<Vec<SlotRange>, MapError> {
+        crate::topology::parse_cluster_slots(reply, asked)
+    }
 
     /// Every complete reply in `reads` (the bytes of successive reads off
     /// a socket, in order), as a connection's decoder takes them; the
@@ -105,9 +140,9 @@ pub mod _fuzz {
         let mut frames = Vec::new();
         for read in reads {
             input.extend_from_slice(read);
-            let taken = crate::resp::take_frames(&mut input, limits, |frame| {
+            let taken = crate::codec::take_frames(&mut input, limits, |frame| {
                 frames.push(frame);
-                Ok(())
+                Ok::<(), crate::codec::CodecError>(())
             });
             if let Err(e) = taken {
                 return (frames, Err(e.to_string()), input.len());

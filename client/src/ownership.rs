@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use tokio::sync::broadcast;
 use zaris_core::SLOT_COUNT;
 
-use crate::map::Snapshot;
+use crate::snapshot::Snapshot;
 use crate::stats::RefreshCause;
 
 /// What told the client that slots changed owner.
@@ -162,8 +162,8 @@ impl OwnershipChanges {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_map::ranges_of;
-    use crate::map::Registry;
+    use crate::pool::Registry;
+    use crate::topology::ranges_of;
 
     fn snapshot(ranges: &[(u16, u16, &str)], registry: &Registry) -> Snapshot {
         Snapshot::from_ranges(&ranges_of(ranges), registry)

@@ -9,10 +9,9 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tracing::Instrument;
 
-use crate::client::Inner;
 use crate::command::{join, Join, Plan};
-use crate::map::Node;
-use crate::request::{Requests, Route, To};
+use crate::inner::Inner;
+use crate::route::{Requests, Route};
 use crate::{Client, Error, Value};
 
 /// Commands collected to run together (see [`Client::pipeline`]).
@@ -31,8 +30,6 @@ pub struct Pipeline {
     bytes: BytesMut,
     /// Every request, in order: where its bytes end, where it goes.
     requests: Vec<Request>,
-    /// The nodes of requests for a given node (a command for every master).
-    nodes: Vec<Arc<Node>>,
     commands: Vec<Command>,
     /// Script entries (their place, and their `EVAL`) to send again if
     /// answered `NOSCRIPT`.
@@ -40,24 +37,15 @@ pub struct Pipeline {
 }
 
 /// One request of a pipeline.
-#[derive(Clone, Copy)]
 struct Request {
     /// Its bytes end here in the pipeline's buffer (and start where the
     /// previous request's end).
     end: usize,
-    to: Target,
+    route: Route,
     replies: u8,
     write: bool,
     blocking: bool,
     read: bool,
-}
-
-/// Where a pipeline's request goes.
-#[derive(Clone, Copy)]
-enum Target {
-    Slot(u16),
-    /// `nodes[i]`.
-    Node(usize),
 }
 
 /// A command added to a pipeline.
@@ -80,7 +68,6 @@ impl Client {
             inner: self.inner.clone(),
             bytes: BytesMut::new(),
             requests: Vec::new(),
-            nodes: Vec::new(),
             commands: Vec::new(),
             fallbacks: Vec::new(),
         }
@@ -98,7 +85,7 @@ impl Pipeline {
                 let encoded = self.inner.encode_command(&mut self.bytes, &args, info);
                 self.requests.push(Request {
                     end: self.bytes.len(),
-                    to: Target::Slot(slot),
+                    route: Route::Slot(slot),
                     replies: encoded.replies as u8,
                     write: encoded.write,
                     blocking: encoded.blocking,
@@ -110,16 +97,9 @@ impl Pipeline {
                 Ok(planned) => {
                     for part in &planned.parts {
                         self.bytes.extend_from_slice(&part.packed.bytes);
-                        let to = match &part.route {
-                            Route::Slot(slot) => Target::Slot(*slot),
-                            Route::Node(node) => {
-                                self.nodes.push(node.clone());
-                                Target::Node(self.nodes.len() - 1)
-                            }
-                        };
                         self.requests.push(Request {
                             end: self.bytes.len(),
-                            to,
+                            route: part.route.clone(),
                             replies: part.packed.replies as u8,
                             write: part.write,
                             blocking: part.packed.blocking,
@@ -172,7 +152,6 @@ impl Pipeline {
         let batch = Batch {
             bytes: std::mem::take(&mut self.bytes).freeze(),
             requests: std::mem::take(&mut self.requests),
-            nodes: std::mem::take(&mut self.nodes),
         };
         let commands = std::mem::take(&mut self.commands);
         let fallbacks = std::mem::take(&mut self.fallbacks);
@@ -220,7 +199,6 @@ impl Pipeline {
 struct Batch {
     bytes: Bytes,
     requests: Vec<Request>,
-    nodes: Vec<Arc<Node>>,
 }
 
 impl Batch {
@@ -234,11 +212,8 @@ impl Requests for Batch {
         self.requests.len()
     }
 
-    fn to(&self, i: usize) -> To<'_> {
-        match self.requests[i].to {
-            Target::Slot(slot) => To::Slot(slot),
-            Target::Node(n) => To::Node(&self.nodes[n]),
-        }
+    fn route(&self, i: usize) -> &Route {
+        &self.requests[i].route
     }
 
     fn bytes(&self, i: usize) -> &[u8] {

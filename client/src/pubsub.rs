@@ -21,12 +21,15 @@ use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::types::BytesFrame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
-use zaris_core::{slot_for_key, Outcome};
+use zaris_core::slot_for_key;
 
-use crate::client::Inner;
-use crate::conn::{encode, encode_into, open, ConnError, Limits};
+use crate::codec::{encode, encode_into, take_frames, Limits};
+use crate::conn::{open, ConnError};
+use crate::inner::Inner;
 use crate::ownership::Revealed;
-use crate::request::{classify, final_error, pack, Classified, Route};
+use crate::reply::{classify, Classified};
+use crate::request::conn_error;
+use crate::route::{pack, Route};
 use crate::stats::RefreshCause;
 use crate::{Client, Error};
 
@@ -442,8 +445,12 @@ impl Subscriber {
             .await
             .map_err(|e| lost_connection(addr, &e))?;
         let (commands, queue) = mpsc::unbounded_channel();
-        if let Some(auth) = &options.auth {
-            let _ = commands.send(auth.command());
+        if let Some(source) = &options.credentials {
+            let credentials = source().await.map_err(|why| Error::Auth {
+                node: addr.to_string(),
+                detail: format!("the credentials provider: {why}"),
+            })?;
+            let _ = commands.send(credentials.command());
         }
         tokio::spawn(listen(
             stream,
@@ -464,12 +471,7 @@ impl Subscriber {
 
 /// A subscription connection to `addr` that failed (or never opened).
 fn lost_connection(addr: &str, e: &ConnError) -> Error {
-    final_error(
-        Outcome::Transport(e.failure()),
-        1,
-        None,
-        format!("{addr}: {e}"),
-    )
+    conn_error(e.clone(), addr)
 }
 
 /// One subscription connection: writes the commands it is given, reads
@@ -498,7 +500,7 @@ async fn listen(
             read = reader.read_buf(&mut input) => match read {
                 Ok(0) => break ConnError::Reset(format!("{addr} closed the connection")),
                 Ok(_) => {
-                    let taken = crate::resp::take_frames(&mut input, limits, |frame| {
+                    let taken = take_frames(&mut input, limits, |frame| {
                         frames
                             .send((addr.clone(), Ok(frame)))
                             .map_err(|_| ConnError::Reset("subscription dropped".into()))

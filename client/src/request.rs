@@ -1,11 +1,10 @@
 //! One request under the core's retry machine: route it, send it on the
-//! owner's connection, classify the reply, and let `RetryLoop` decide what
-//! each outcome means (docs/behaviour.md §2, §3, §7): both bounds, the
-//! delays, `ASK` followed once with `ASKING`, a typed final outcome.
-//!
-//! What a reply means is decided by [`classify`], a pure function: the
-//! driver only acts on it.
+//! owner's connection, classify the reply (`reply::classify`), and let
+//! `RetryLoop` decide what each outcome means (docs/behaviour.md §2, §3,
+//! §7): both bounds, the delays, `ASK` followed once with `ASKING`, a typed
+//! final outcome.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,172 +15,24 @@ use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 use zaris_core::{
-    parse_error_reply, Decision, ErrorReply, KvStatus, Outcome, RetryLoop, RouteError, StopReason,
-    TransportFailure,
+    Decision, KvStatus, Outcome, RetryLoop, RouteError, StopReason, TransportFailure,
 };
 
-use std::sync::atomic::Ordering;
-
-use crate::client::Inner;
-use crate::cluster_map::{address, host_of};
 use crate::config::ReadFrom;
-use crate::conn::{encode, ConnError};
-use crate::map::Node;
+use crate::conn::ConnError;
+use crate::gate::Refreshed;
+use crate::inner::Inner;
 use crate::ownership::Revealed;
-use crate::refresh::Refreshed;
+use crate::pool::Node;
+use crate::reply::{classify, take_frame, Classified, Replies};
+use crate::route::{Packed, Requests, Route};
 use crate::stats::{Counters, RefreshCause};
 use crate::Error;
-
-/// The replies of one request: one, or two for a write with `WAIT`, kept
-/// inline.
-pub(crate) type Replies = SmallVec<[BytesFrame; 2]>;
-
-/// Where an attempt goes.
-#[derive(Clone)]
-pub(crate) enum Route {
-    /// The owner of a slot in the current map.
-    Slot(u16),
-    /// A given node.
-    Node(Arc<Node>),
-}
-
-impl Route {
-    fn slot(&self) -> Option<u16> {
-        match self {
-            Route::Slot(slot) => Some(*slot),
-            Route::Node(_) => None,
-        }
-    }
-}
-
-/// A command (or a few sent back to back), encoded once and sent as is on
-/// every attempt.
-#[derive(Clone)]
-pub(crate) struct Packed {
-    pub(crate) name: &'static str,
-    pub(crate) bytes: Bytes,
-    /// Replies it produces (a write with `WAIT` produces two).
-    pub(crate) replies: usize,
-    /// A blocking command (`BLPOP`): sent on a connection of its own, so it
-    /// holds up no one else's replies, and allowed the whole deadline.
-    pub(crate) blocking: bool,
-    /// A read (the servers flag it read-only): a replica may serve it.
-    pub(crate) read: bool,
-}
-
-impl Packed {
-    /// The same command, marked as a read.
-    pub(crate) fn reading(mut self) -> Self {
-        self.read = true;
-        self
-    }
-}
-
-/// `commands` encoded back to back.
-pub(crate) fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
-    Packed {
-        name,
-        bytes: encode(commands),
-        replies: commands.len(),
-        blocking: false,
-        read: false,
-    }
-}
-
-/// Where a request goes, as its owner holds it.
-pub(crate) enum To<'a> {
-    /// The owner of a slot in the current map.
-    Slot(u16),
-    /// A given node.
-    Node(&'a Arc<Node>),
-}
-
-/// The requests a call of [`Inner::execute_all`] runs, by number: a list
-/// of packed commands, or a pipeline's buffer.
-pub(crate) trait Requests {
-    fn count(&self) -> usize;
-    fn to(&self, i: usize) -> To<'_>;
-    /// The request's encoded bytes.
-    fn bytes(&self, i: usize) -> &[u8];
-    /// The same, shared (sent as is when the request goes alone).
-    fn shared(&self, i: usize) -> Bytes;
-    fn replies(&self, i: usize) -> usize;
-    fn blocking(&self, i: usize) -> bool;
-    /// Whether a replica may serve it (`Builder::read_from`).
-    fn read(&self, i: usize) -> bool;
-}
-
-impl Requests for [(Route, Packed)] {
-    fn count(&self) -> usize {
-        self.len()
-    }
-
-    fn to(&self, i: usize) -> To<'_> {
-        match &self[i].0 {
-            Route::Slot(slot) => To::Slot(*slot),
-            Route::Node(node) => To::Node(node),
-        }
-    }
-
-    fn bytes(&self, i: usize) -> &[u8] {
-        &self[i].1.bytes
-    }
-
-    fn shared(&self, i: usize) -> Bytes {
-        self[i].1.bytes.clone()
-    }
-
-    fn replies(&self, i: usize) -> usize {
-        self[i].1.replies
-    }
-
-    fn blocking(&self, i: usize) -> bool {
-        self[i].1.blocking
-    }
-
-    fn read(&self, i: usize) -> bool {
-        self[i].1.read
-    }
-}
 
 /// How long a blocking command may wait when the request has no deadline.
 const BLOCKING_WITHOUT_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
 
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
-
-/// What a reply means for routing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Classified {
-    /// An answer: hand it back.
-    Answer,
-    /// `-MOVED`: the slot lives at `addr` now.
-    Moved { slot: u16, addr: String },
-    /// `-ASK`: this one command goes to `addr`, after `ASKING`.
-    Ask { addr: String },
-    /// A status of the vocabulary (`TRYAGAIN`, `CLUSTERDOWN`, ...).
-    Status(KvStatus),
-    /// An error the client does not interpret: surfaced unchanged.
-    ServerError(String),
-}
-
-/// What the first reply of a request means, coming from the node at
-/// `from` (whose host stands in for an empty one in a redirect).
-pub(crate) fn classify(reply: &BytesFrame, from: &str) -> Classified {
-    let BytesFrame::Error(message) = reply else {
-        return Classified::Answer;
-    };
-    match parse_error_reply(message.as_bytes()) {
-        Ok(ErrorReply::Moved(to)) => Classified::Moved {
-            slot: to.slot,
-            addr: address(to.host, to.port, host_of(from)),
-        },
-        Ok(ErrorReply::Ask(to)) => Classified::Ask {
-            addr: address(to.host, to.port, host_of(from)),
-        },
-        Ok(ErrorReply::Status(status)) => Classified::Status(status),
-        Err(_) => Classified::ServerError(message.to_string()),
-    }
-}
 
 /// A request's retry state: its loop, its deadline, an `ASK` to follow.
 pub(crate) struct Retrying {
@@ -243,11 +94,6 @@ pub(crate) enum Verdict {
     /// `ASK`: the next attempt goes to this node, after `ASKING`.
     Ask(Arc<Node>, Failure),
     Fatal(Error),
-}
-
-/// A lent reply, taken (a nil left in its place).
-pub(crate) fn take_frame(frame: &mut BytesFrame) -> BytesFrame {
-    std::mem::replace(frame, BytesFrame::Null)
 }
 
 /// A request of a round: which, and its retry state once it has failed
@@ -387,9 +233,9 @@ impl Inner {
                                         && failure.outcome
                                             == Outcome::Status(KvStatus::Unavailable) =>
                                 {
-                                    match requests.to(round[at].index) {
-                                        To::Slot(slot) => unroutable.push((at, slot)),
-                                        To::Node(_) => failed.push((at, failure)),
+                                    match requests.route(round[at].index) {
+                                        Route::Slot(slot) => unroutable.push((at, *slot)),
+                                        Route::Node(_) => failed.push((at, failure)),
                                     }
                                 }
                                 Verdict::Failed(failure) => failed.push((at, failure)),
@@ -402,12 +248,9 @@ impl Inner {
                     }
                     Err(e) => {
                         for &(at, _) in &batch.members {
-                            match self.conn_failure(e.clone(), &batch.node) {
-                                Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
-                                Verdict::Failed(failure) | Verdict::Ask(_, failure) => {
-                                    failed.push((at, failure));
-                                }
-                                Verdict::Answer => unreachable!("a failure has no replies"),
+                            match conn_failure(e.clone(), &batch.node.addr) {
+                                Err(e) => deliver(round[at].index, Err(e)),
+                                Ok(failure) => failed.push((at, failure)),
                             }
                         }
                     }
@@ -535,7 +378,7 @@ impl Inner {
                     match snapshot.owner_of_slot(slot) {
                         // Able again, or down with a probe due (the next
                         // round sends it).
-                        Ok(owner) if !owner.refusing() && (!owner.down() || owner.probe_due()) => {
+                        Ok(owner) if !owner.refusing() && (!owner.held() || owner.probe_due()) => {
                             return
                         }
                         Ok(owner) if !owner.refusing() => {}
@@ -612,9 +455,9 @@ impl Inner {
             let replica_read = read_from != ReadFrom::Primary
                 && in_flight.state.is_none()
                 && requests.read(in_flight.index);
-            let node = match (&asking, requests.to(in_flight.index)) {
+            let node = match (&asking, requests.route(in_flight.index)) {
                 (Some(node), _) => node,
-                (None, To::Slot(slot)) => match if replica_read {
+                (None, &Route::Slot(slot)) => match if replica_read {
                     let turn = self.next_any.fetch_add(1, Ordering::Relaxed);
                     snapshot.reader_of_slot(slot, read_from, turn)
                 } else {
@@ -624,9 +467,9 @@ impl Inner {
                         unroutable.push((at, slot));
                         continue;
                     }
-                    Ok(node) if node.down() && !in_flight.waited_out => {
+                    Ok(node) if node.held() && !in_flight.waited_out => {
                         // It claimed the probe of a node that says the
-                        // cluster is down.
+                        // cluster is down, or that is open.
                         in_flight.probing = true;
                         node
                     }
@@ -651,7 +494,7 @@ impl Inner {
                         continue;
                     }
                 },
-                (None, To::Node(node)) => node,
+                (None, Route::Node(node)) => node,
             };
             let shared = batches
                 .iter_mut()
@@ -693,10 +536,7 @@ impl Inner {
             .members
             .iter()
             .filter(|&&(_, asking)| !asking)
-            .filter_map(|&(at, _)| match requests.to(round[at].index) {
-                To::Slot(slot) => Some(slot),
-                To::Node(_) => None,
-            })
+            .filter_map(|&(at, _)| requests.route(round[at].index).slot())
             .collect();
         // Blocking commands, on connections of their own, take no room.
         let room = if batch.dedicated {
@@ -880,30 +720,6 @@ impl Inner {
         }
     }
 
-    /// What a connection failure means: churn to retry, or a fatal error.
-    pub(crate) fn conn_failure(&self, e: ConnError, node: &Node) -> Verdict {
-        let addr = node.addr.to_string();
-        match e {
-            ConnError::Protocol(why) => Verdict::Fatal(Error::Protocol {
-                node: addr,
-                detail: why,
-            }),
-            ConnError::Rejected(why) => Verdict::Fatal(Error::Server(why)),
-            ConnError::Tls(why) => Verdict::Fatal(Error::Tls {
-                node: addr,
-                detail: why,
-            }),
-            ConnError::TooLarge { limit } => {
-                Verdict::Fatal(Error::ReplyTooLarge { node: addr, limit })
-            }
-            e => Verdict::Failed(Failure {
-                stale_map: false,
-                outcome: Outcome::Transport(e.failure()),
-                detail: format!("{addr}: {e}"),
-            }),
-        }
-    }
-
     /// What the replies of an attempt on `node` come to.
     pub(crate) fn judge(&self, frames: &[BytesFrame], node: &Node) -> Verdict {
         let Some(first) = frames.first() else {
@@ -937,6 +753,10 @@ impl Inner {
                     BytesFrame::Error(message) => message.to_string(),
                     _ => String::new(),
                 },
+            }),
+            Classified::Auth(detail) => Verdict::Fatal(Error::Auth {
+                node: node.addr.to_string(),
+                detail,
             }),
             Classified::ServerError(message) => Verdict::Fatal(Error::Server(message)),
         }
@@ -1049,6 +869,35 @@ impl Inner {
     }
 }
 
+/// What a connection failure on the way to `addr` means: churn for the
+/// retry loop, or an error surfaced at once (bad bytes, refused
+/// credentials, TLS, a reply over the limit). Every path that meets a
+/// connection failure (requests, transactions, `WATCH`, subscriptions)
+/// asks this.
+pub(crate) fn conn_failure(e: ConnError, addr: &str) -> Result<Failure, Error> {
+    let node = addr.to_owned();
+    match e {
+        ConnError::Protocol(detail) => Err(Error::Protocol { node, detail }),
+        ConnError::Rejected(detail) => Err(Error::Auth { node, detail }),
+        ConnError::Tls(detail) => Err(Error::Tls { node, detail }),
+        ConnError::TooLarge { limit } => Err(Error::ReplyTooLarge { node, limit }),
+        e => Ok(Failure {
+            stale_map: false,
+            outcome: Outcome::Transport(e.failure()),
+            detail: format!("{addr}: {e}"),
+        }),
+    }
+}
+
+/// A connection failure as the final error of a single attempt (a
+/// subscription's connection, a command on a watched connection).
+pub(crate) fn conn_error(e: ConnError, addr: &str) -> Error {
+    match conn_failure(e, addr) {
+        Ok(failure) => final_error(failure.outcome, 1, None, failure.detail),
+        Err(fatal) => fatal,
+    }
+}
+
 /// The error a caller gets when the loop stops on `outcome`.
 pub(crate) fn final_error(
     outcome: Outcome,
@@ -1080,67 +929,6 @@ pub(crate) fn final_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn error(text: &'static str) -> BytesFrame {
-        BytesFrame::Error(text.into())
-    }
-
-    #[test]
-    fn replies_are_classified_without_a_socket() {
-        let from = "10.0.0.1:7000";
-        assert_eq!(classify(&BytesFrame::Integer(1), from), Classified::Answer);
-        assert_eq!(classify(&BytesFrame::Null, from), Classified::Answer);
-        assert_eq!(
-            classify(&error("MOVED 3999 127.0.0.1:6381"), from),
-            Classified::Moved {
-                slot: 3999,
-                addr: "127.0.0.1:6381".into()
-            }
-        );
-        // Redis 7 with an unknown endpoint: the host of the node that answered.
-        assert_eq!(
-            classify(&error("MOVED 1 :6381"), from),
-            Classified::Moved {
-                slot: 1,
-                addr: "10.0.0.1:6381".into()
-            }
-        );
-        assert_eq!(
-            classify(&error("ASK 2 [::1]:7002"), from),
-            Classified::Ask {
-                addr: "[::1]:7002".into()
-            }
-        );
-        assert_eq!(
-            classify(
-                &error("TRYAGAIN Multiple keys request during rehashing of slot"),
-                from
-            ),
-            Classified::Status(KvStatus::Migrating)
-        );
-        assert_eq!(
-            classify(&error("CLUSTERDOWN The cluster is down"), from),
-            Classified::Status(KvStatus::Unavailable)
-        );
-        assert_eq!(
-            classify(&error("READONLY You can't write"), from),
-            Classified::Status(KvStatus::ReplicaWriteRejected)
-        );
-        assert_eq!(
-            classify(&error("WRONGTYPE Operation against a key"), from),
-            Classified::ServerError("WRONGTYPE Operation against a key".into())
-        );
-    }
-
-    #[test]
-    fn commands_are_encoded_as_resp_arrays() {
-        let packed = pack("SET", &[&[b"SET", b"k", b"v"], &[b"WAIT", b"1", b"100"]]);
-        assert_eq!(
-            &packed.bytes[..],
-            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n"
-        );
-        assert_eq!(packed.replies, 2);
-    }
 
     #[test]
     fn final_errors_keep_the_last_outcome() {

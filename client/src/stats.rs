@@ -58,6 +58,7 @@ pub(crate) struct Counters {
     pub owner_waits: AtomicU64,
     pub node_full_waits: AtomicU64,
     pub noscript_fallbacks: AtomicU64,
+    pub scan_rescans: AtomicU64,
 }
 
 impl Counters {
@@ -106,6 +107,10 @@ impl Counters {
             owner_waits: get(&self.owner_waits),
             node_full_waits: get(&self.node_full_waits),
             noscript_fallbacks: get(&self.noscript_fallbacks),
+            scan_rescans: get(&self.scan_rescans),
+            // The nodes count these two (Client::stats adds them up).
+            nodes_opened: 0,
+            reconnect_backoffs: 0,
         }
     }
 }
@@ -156,6 +161,15 @@ pub struct Stats {
     /// Scripts a node did not have (`NOSCRIPT` to `EVALSHA`), sent again
     /// as their source (`EVAL`) to the same owner.
     pub noscript_fallbacks: u64,
+    /// Nodes a [`crate::Client::scan`] scanned again for slots that moved
+    /// (or were moving) while it ran.
+    pub scan_rescans: u64,
+    /// Times a node was opened (its requests kept timing out: new ones
+    /// wait for the map instead of queueing on it).
+    pub nodes_opened: u64,
+    /// Connection attempts not made because the node's last ones failed
+    /// moments ago (reconnects back off, per node).
+    pub reconnect_backoffs: u64,
 }
 
 impl Stats {

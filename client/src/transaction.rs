@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 
-use crate::client::Inner;
-use crate::conn::{encode, ConnError, Connection};
-use crate::map::Node;
-use crate::request::{classify, Classified, Failure, Retrying};
+use crate::codec::encode;
+use crate::conn::{ConnError, Connection};
+use crate::inner::Inner;
+use crate::pool::Node;
+use crate::reply::{classify, Classified};
+use crate::request::{conn_error, conn_failure, Failure, Retrying};
 use crate::stats::Counters;
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
@@ -86,14 +88,12 @@ impl Client {
         watch.extend(&keys);
         let slot = match command_target(&watch) {
             Ok(Target::Slot(slot)) => slot,
-            Err(zaris_core::CommandError::CrossSlot { first, second }) => {
-                return Err(Error::CrossSlot { first, second })
-            }
-            Ok(_) | Err(_) => {
-                return Err(Error::Command {
-                    command: "watch".into(),
-                    error: zaris_core::CommandError::InvalidArguments,
-                })
+            Err(error) => return Err(Error::command(&watch, error)),
+            Ok(_) => {
+                return Err(Error::command(
+                    &watch,
+                    zaris_core::CommandError::InvalidArguments,
+                ))
             }
         };
         let started = Instant::now();
@@ -197,15 +197,14 @@ impl Watched {
             .conn
             .request(encode(&[&args]), 1, self.timeout)
             .await
-            .map_err(|e| Error::Transport {
-                failure: e.failure(),
-                detail: format!("{}: {e}", self.addr),
-                attempts: 1,
-                stop: zaris_core::StopReason::AttemptsExhausted,
-            })?;
+            .map_err(|e| conn_error(e, &self.addr))?;
         let first = frames.into_iter().next().unwrap_or(BytesFrame::Null);
         match classify(&first, &self.addr) {
             Classified::Answer => Ok(from_frame(first)),
+            Classified::Auth(detail) => Err(Error::Auth {
+                node: self.addr.to_string(),
+                detail,
+            }),
             Classified::ServerError(message) => Err(Error::Server(message)),
             _ => Err(Error::Status {
                 status: KvStatus::Moved,
@@ -307,11 +306,7 @@ async fn attempt_on(
     match conn {
         Ok(conn) => Ok(Some((node, conn))),
         Err(e) => {
-            let failure = Failure {
-                stale_map: false,
-                outcome: Outcome::Transport(e.failure()),
-                detail: format!("{}: {e}", node.addr),
-            };
+            let failure = conn_failure(e, &node.addr)?;
             inner.after_failure(state, failure).await?;
             Ok(None)
         }
@@ -329,18 +324,7 @@ fn transaction_slot(commands: &[Vec<&[u8]>], expected: Option<u16>) -> Result<Op
                 _ => slot = Some(s),
             },
             Ok(_) => {}
-            Err(zaris_core::CommandError::CrossSlot { first, second }) => {
-                return Err(Error::CrossSlot { first, second })
-            }
-            Err(error) => {
-                return Err(Error::Command {
-                    command: args
-                        .first()
-                        .map(|n| String::from_utf8_lossy(n).into_owned())
-                        .unwrap_or_default(),
-                    error,
-                })
-            }
+            Err(error) => return Err(Error::command(args, error)),
         }
     }
     Ok(slot)
@@ -401,28 +385,14 @@ async fn run_block(
                 .find(|f| matches!(f, BytesFrame::Error(_)))
                 .unwrap_or(exec);
             match classify(refused, addr) {
-                // As for any request: counted, the hint followed unless it
-                // closes a loop.
-                Classified::Moved { slot, addr: to } => {
-                    Ran::NotApplied(inner.moved(slot, addr, &to))
-                }
-                // Inside MULTI an ASK cannot be followed (ASKING is queued
-                // like the rest): wait for the migration as for TRYAGAIN.
-                Classified::Ask { addr: to } => Ran::NotApplied(Failure {
-                    stale_map: false,
-                    outcome: Outcome::Status(KvStatus::Migrating),
-                    detail: format!("ASK {to}"),
-                }),
-                Classified::Status(status) => Ran::NotApplied(Failure {
-                    stale_map: false,
-                    outcome: Outcome::Status(status),
-                    detail: format!("{refused:?}"),
-                }),
-                Classified::ServerError(message) => Ran::Fatal(Error::Server(message)),
                 Classified::Answer => Ran::Fatal(Error::Protocol {
                     node: addr.to_owned(),
                     detail: "EXEC failed without a reason".into(),
                 }),
+                routing => match routing_failure(inner, routing, addr) {
+                    Ok(failure) => Ran::NotApplied(failure),
+                    Err(fatal) => Ran::Fatal(fatal),
+                },
             }
         }
         other => Ran::Fatal(Error::Protocol {
@@ -432,8 +402,11 @@ async fn run_block(
     }
 }
 
-/// A routing reply to `WATCH` from `from` as a failure for the retry loop
-/// (a `MOVED` handled as for any request: [`Inner::moved`]).
+/// A routing reply (to `WATCH`, or the refusal in an `EXECABORT`) from
+/// `from` as a failure for the retry loop: a `MOVED` handled as for any
+/// request ([`Inner::moved`]: counted, the hint followed unless it closes a
+/// loop); an `ASK` waited out as `TRYAGAIN` is (inside `MULTI` it cannot be
+/// followed: `ASKING` is queued like the rest).
 fn routing_failure(inner: &Inner, routing: Classified, from: &str) -> Result<Failure, Error> {
     Ok(match routing {
         Classified::Moved { slot, addr } => inner.moved(slot, from, &addr),
@@ -447,6 +420,12 @@ fn routing_failure(inner: &Inner, routing: Classified, from: &str) -> Result<Fai
             outcome: Outcome::Status(status),
             detail: status.name().to_owned(),
         },
+        Classified::Auth(detail) => {
+            return Err(Error::Auth {
+                node: from.to_owned(),
+                detail,
+            })
+        }
         Classified::ServerError(message) => return Err(Error::Server(message)),
         Classified::Answer => unreachable!("only routing replies get here"),
     })

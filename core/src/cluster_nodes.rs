@@ -42,6 +42,10 @@ pub struct ClusterNode<'a> {
     pub master_id: Option<&'a str>,
     /// Whether the cluster bus link is up (`connected`).
     pub connected: bool,
+    /// Its config epoch: a master's grows when it takes slots over (a
+    /// failover, an import finished). `None` when the field is not a
+    /// number.
+    pub config_epoch: Option<u64>,
     /// The line it was read from, from 1.
     pub line: usize,
     /// The slot fields, unread (see [`ClusterNode::slots`]).
@@ -168,7 +172,7 @@ fn parse_line(text: &str, line: usize) -> Result<ClusterNode<'_>, ClusterNodesEr
         let found = text.split_ascii_whitespace().count();
         return Err(err(ClusterNodesErrorKind::TooFewFields { found }));
     };
-    let (Some(_epoch), Some(link)) = (next(), next()) else {
+    let (Some(epoch), Some(link)) = (next(), next()) else {
         let found = text.split_ascii_whitespace().count();
         return Err(err(ClusterNodesErrorKind::TooFewFields { found }));
     };
@@ -203,6 +207,7 @@ fn parse_line(text: &str, line: usize) -> Result<ClusterNode<'_>, ClusterNodesEr
         flags: node_flags,
         master_id: (master != "-").then_some(master),
         connected: link == "connected",
+        config_epoch: epoch.parse().ok(),
         slot_fields,
         line,
     };
@@ -328,6 +333,7 @@ e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001,hostname1 myself,
         assert_eq!(first.slots().count(), 0);
         let me = &nodes[5];
         assert!(me.flags.myself && me.is_serving_master());
+        assert_eq!((first.config_epoch, me.config_epoch), (Some(4), Some(1)));
         let slots: heapless::Vec<SlotEntry<'_>, 4> = me.slots().map(Result::unwrap).collect();
         assert_eq!(
             slots.as_slice(),

@@ -202,8 +202,15 @@ async fn the_whole_api(client: &Client, keys: &[Vec<u8>]) {
     }
     assert_eq!(values[keys.len()], None);
 
-    let found = client.scan("user:*").await.unwrap();
-    assert_eq!(found.len(), 150, "scan fans out over every owner");
+    let mut scan = client.scan(zaris_client::ScanOptions {
+        pattern: Some("user:*".into()),
+        ..Default::default()
+    });
+    let mut found = Vec::new();
+    while let Some(batch) = scan.next().await {
+        found.extend(batch.unwrap());
+    }
+    assert_eq!(found.len(), 150, "scan covers every owner, each key once");
     assert!(found.iter().all(|k| k.starts_with(b"user:")));
 
     assert!(client.del("user:0").await.unwrap());

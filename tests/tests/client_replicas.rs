@@ -2,7 +2,7 @@
 //! with `ReadFrom::PreferReplica` the replicas serve the `GET`s (counted
 //! by each node's `INFO commandstats`) and every write reaches a primary;
 //! a killed replica's reads move to its primary within the deadline; after
-//! a failover, reads follow the new replica set. `ReadFrom::AnyNode`
+//! a failover, reads follow the new replica set. `ReadFrom::PrimaryAndReplicas`
 //! spreads reads over primary and replica.
 
 use std::time::{Duration, Instant};
@@ -221,7 +221,7 @@ fn replica_reads(server: &str) {
         .block_on(
             Client::builder()
                 .env(no_env)
-                .read_from(ReadFrom::AnyNode)
+                .read_from(ReadFrom::PrimaryAndReplicas)
                 .connect(&seeds[..1]),
         )
         .expect("connect");

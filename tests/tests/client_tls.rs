@@ -115,6 +115,59 @@ fn mutual_tls_and_every_handshake_failure() {
             tls_detail(&error).1.contains("certificate expired"),
             "{server}: {error}"
         );
+
+        // The map comes from a good node, dialed as seeded; its other
+        // master is dialed where an expired certificate waits. A command,
+        // a transaction and a WATCH for that master's keys meet the same
+        // rule: a TLS error naming it, at once, never retried.
+        let two = Cluster::start_on(&server, 2, 0, Transport::tls(&pki)).expect("cluster");
+        let seed = format!("localhost:{}", two.addr(0).rsplit_once(':').unwrap().1);
+        let (kept, to) = (seed.clone(), expired_cluster.addr(0));
+        let client = rt
+            .block_on(
+                Client::builder()
+                    .env(no_env)
+                    .attempt_timeout(ATTEMPT)
+                    .tls(good.clone())
+                    .map_address(move |a| (a != kept).then(|| to.clone()))
+                    .connect(&[&format!("rediss://{seed}")]),
+            )
+            .expect("the map from the seed");
+        let key = (0..)
+            .map(|i| format!("tx:{i}"))
+            .find(|k| client.owner_of(k).is_some_and(|o| o != seed))
+            .unwrap();
+        let owner = client.owner_of(&key).unwrap();
+        rt.block_on(async {
+            let started = Instant::now();
+            let by_cmd = client.cmd(&["SET", &key, "1"]).await.unwrap_err();
+            let mut tx = client.transaction();
+            tx.cmd(&["SET", &key, "1"]).cmd(&["INCR", &key]);
+            let by_tx = tx.exec().await.unwrap_err();
+            let by_watch = client
+                .watch(&[&key], |w| async move { Ok(w) })
+                .await
+                .unwrap_err();
+            for (what, error) in [
+                ("cmd", &by_cmd),
+                ("transaction", &by_tx),
+                ("watch", &by_watch),
+            ] {
+                let (node, detail) = tls_detail(error);
+                assert_eq!(node, owner, "{server} {what}");
+                assert!(
+                    detail.contains("certificate expired"),
+                    "{server} {what}: {detail}"
+                );
+            }
+            assert!(
+                started.elapsed() < 3 * ATTEMPT,
+                "{server}: surfaced at once, not retried ({:?})",
+                started.elapsed()
+            );
+        });
+        drop(two);
+        drop(client);
         drop(expired_cluster);
 
         // Mutual TLS: the client certificate opens the door, its absence

@@ -2,10 +2,10 @@
 //!
 //! Callers hand the connection's task encoded commands over a channel; it
 //! writes whatever is queued in one go (pipelining), keeps each request's
-//! reply slot in order, parses replies with `redis-protocol` and completes
-//! the slots first-in first-out. Requests from any number of tasks share
-//! the socket; a caller that stops waiting (deadline) leaves its slot
-//! behind, and its reply is read and dropped, so the order never slips.
+//! reply slot in order, parses replies (`codec`) and completes the slots
+//! first-in first-out. Requests from any number of tasks share the socket;
+//! a caller that stops waiting (deadline) leaves its slot behind, and its
+//! reply is read and dropped, so the order never slips.
 
 use std::collections::VecDeque;
 use std::io;
@@ -22,73 +22,9 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::either::Either;
-use zaris_core::TransportFailure;
 
-use crate::cluster_map::host_of;
-use crate::resp::take_frames;
-
-/// Why a request on a connection got no reply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ConnError {
-    /// Nothing listens there (or the connect was refused).
-    Refused(String),
-    /// The connection closed or broke.
-    Reset(String),
-    /// No reply (or no connection) within the time allowed.
-    TimedOut,
-    /// The node sent bytes that are not RESP, or a reply nobody asked for.
-    Protocol(String),
-    /// The node refused the connection's credentials (`AUTH`).
-    Rejected(String),
-    /// A reply larger than the configured limit.
-    TooLarge { limit: usize },
-    /// The TLS handshake failed (certificate, protocol, a plain-text port).
-    Tls(String),
-    /// The address does not resolve here (an announced hostname).
-    Unresolved(String),
-    /// No reply yet from a node that had stopped answering, and the map
-    /// has moved the slot (where, in words): the wait was given up (the
-    /// outcome is unknown, as after a time-out).
-    Superseded(String),
-    /// Not sent: the node already held `max_in_flight_per_node` requests
-    /// and none drained in time (or the map moved the slot meanwhile).
-    Saturated(String),
-}
-
-impl ConnError {
-    /// The retry machine's name for it.
-    pub(crate) fn failure(&self) -> TransportFailure {
-        match self {
-            ConnError::Refused(_) | ConnError::Unresolved(_) => TransportFailure::ConnectionRefused,
-            ConnError::Reset(_) => TransportFailure::ConnectionReset,
-            ConnError::TimedOut | ConnError::Superseded(_) => TransportFailure::TimedOut,
-            ConnError::Saturated(_) => TransportFailure::NodeUnavailable,
-            ConnError::Protocol(_)
-            | ConnError::Rejected(_)
-            | ConnError::TooLarge { .. }
-            | ConnError::Tls(_) => TransportFailure::Other,
-        }
-    }
-}
-
-impl std::fmt::Display for ConnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConnError::Refused(e) => write!(f, "connection refused: {e}"),
-            ConnError::Reset(e) => write!(f, "connection lost: {e}"),
-            ConnError::TimedOut => f.write_str("timed out"),
-            ConnError::Protocol(e) => write!(f, "protocol violation: {e}"),
-            ConnError::Rejected(e) => write!(f, "credentials refused: {e}"),
-            ConnError::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
-            ConnError::Tls(e) => write!(f, "TLS: {e}"),
-            ConnError::Unresolved(e) => f.write_str(e),
-            ConnError::Saturated(why) => write!(f, "not sent: {why}"),
-            ConnError::Superseded(to) => {
-                write!(f, "no reply yet, and its slot is {to}: stopped waiting")
-            }
-        }
-    }
-}
+use super::ConnError;
+use crate::codec::{take_frames, Limits};
 
 /// The reader asks the socket for up to this much at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -147,183 +83,21 @@ impl Health {
     }
 }
 
-/// Who the client is, for servers with `requirepass` or ACL users.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// The ACL user (`None`: the default user, `AUTH <password>`).
-    pub username: Option<String>,
-    /// The password.
-    pub password: String,
-}
-
-impl Credentials {
-    /// `AUTH [username] password`, encoded.
-    pub(crate) fn command(&self) -> Bytes {
-        let password = self.password.as_bytes();
-        match &self.username {
-            Some(user) => encode(&[&[b"AUTH", user.as_bytes(), password]]),
-            None => encode(&[&[b"AUTH", password]]),
-        }
-    }
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("username", &self.username)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Maps an address a node announces to the one to dial (`None`: dial it
-/// as announced). See `Builder::map_address`.
-pub(crate) type AddressMap = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// How connections are made: limits, credentials, TLS, address mapping.
-#[derive(Clone)]
-pub(crate) struct ConnOptions {
-    pub limits: Limits,
-    pub auth: Option<Arc<Credentials>>,
-    /// Every connection speaks TLS with this configuration.
-    pub tls: Option<Arc<rustls::ClientConfig>>,
-    pub map_address: Option<AddressMap>,
-    /// Send `READONLY` first: replicas may serve this client's reads.
-    pub readonly: bool,
-    /// The most a new connection may take to be ready (TCP, TLS, `AUTH`,
-    /// `READONLY`), whatever the attempt's own time-out.
-    pub connect_timeout: Duration,
-}
-
-impl std::fmt::Debug for ConnOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnOptions")
-            .field("limits", &self.limits)
-            .field("auth", &self.auth)
-            .field("tls", &self.tls.is_some())
-            .field("map_address", &self.map_address.is_some())
-            .finish()
-    }
-}
-
-impl ConnOptions {
-    /// Where to dial for a node known as `addr`.
-    fn dial_address(&self, addr: &str) -> String {
-        self.map_address
-            .as_ref()
-            .and_then(|map| map(addr))
-            .unwrap_or_else(|| addr.to_owned())
-    }
-}
-
-/// The RESP encoding of `commands`, back to back.
-pub(crate) fn encode(commands: &[&[&[u8]]]) -> Bytes {
-    let mut buf = BytesMut::new();
-    for args in commands {
-        encode_into(&mut buf, args);
-    }
-    buf.freeze()
-}
-
-/// Appends the RESP encoding of `args` (an array of bulk strings) to `buf`.
-///
-/// By hand: `redis-protocol`'s encoder builds a frame list per command and
-/// counts digits with floating-point `log10`; in the pipeline benchmark
-/// (`just bench-client`) its encoding was about a tenth of the client's
-/// CPU time. The tests hold this one byte for byte to it.
-pub(crate) fn encode_into(buf: &mut BytesMut, args: &[&[u8]]) {
-    buf.reserve(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-    header(buf, b'*', args.len());
-    for arg in args {
-        header(buf, b'$', arg.len());
-        buf.extend_from_slice(arg);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
-/// `*<n>\r\n` or `$<n>\r\n`.
-fn header(buf: &mut BytesMut, kind: u8, n: usize) {
-    let mut digits = [0u8; 21];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    at -= 1;
-    digits[at] = kind;
-    buf.extend_from_slice(&digits[at..]);
-    buf.extend_from_slice(b"\r\n");
-}
-
-/// Limits a connection enforces.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
-    /// The largest reply accepted; larger ones close the connection.
-    pub max_reply_bytes: usize,
-}
-
 impl Connection {
-    /// Connects to `addr` (or where the address map sends it) within
-    /// `timeout` and the connect time-out, TLS handshake included, and
-    /// authenticates when the options carry credentials.
-    pub(crate) async fn connect(
-        addr: &str,
-        timeout: Duration,
-        options: &ConnOptions,
-    ) -> Result<Self, ConnError> {
-        let timeout = timeout.min(options.connect_timeout);
-        let stream = open(addr, timeout, options).await?;
+    /// Starts the driver task on an open socket to `addr`.
+    pub(crate) fn start(stream: Stream, limits: Limits, addr: &str) -> Self {
         let (requests, queue) = mpsc::channel(4096);
         let alive = Health::new();
         let name = addr.to_owned();
         match stream {
             Either::Left(tcp) => {
-                tokio::spawn(drive(tcp, queue, alive.clone(), options.limits, name));
+                tokio::spawn(drive(tcp, queue, alive.clone(), limits, name));
             }
             Either::Right(tls) => {
-                tokio::spawn(drive_stream(
-                    tls,
-                    queue,
-                    alive.clone(),
-                    options.limits,
-                    name,
-                ));
+                tokio::spawn(drive_stream(tls, queue, alive.clone(), limits, name));
             }
         }
-        let conn = Self { requests, alive };
-        if let Some(auth) = &options.auth {
-            match conn.request(auth.command(), 1, timeout).await?.pop() {
-                Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
-                Some(BytesFrame::Error(why)) => {
-                    return Err(ConnError::Rejected(format!("{addr}: {why}")))
-                }
-                other => {
-                    return Err(ConnError::Protocol(format!(
-                        "{addr} answered AUTH with {other:?}"
-                    )))
-                }
-            }
-        }
-        if options.readonly {
-            match conn
-                .request(encode(&[&[b"READONLY"]]), 1, timeout)
-                .await?
-                .pop()
-            {
-                Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
-                other => {
-                    return Err(ConnError::Protocol(format!(
-                        "{addr} answered READONLY with {other:?}"
-                    )))
-                }
-            }
-        }
-        tracing::debug!(addr, tls = options.tls.is_some(), "connected");
-        Ok(conn)
+        Self { requests, alive }
     }
 
     /// Whether the socket is still believed good.
@@ -370,92 +144,6 @@ impl Connection {
 
 /// A socket to a node: plain TCP, or TLS over it.
 pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
-
-/// Opens a socket to the node known as `addr` (dialing where the address
-/// map sends it) within `timeout`, TLS handshake included.
-pub(crate) async fn open(
-    addr: &str,
-    timeout: Duration,
-    options: &ConnOptions,
-) -> Result<Stream, ConnError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let dial = options.dial_address(addr);
-    let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
-        .await
-        .map_err(|_| ConnError::TimedOut)??;
-    stream
-        .set_nodelay(true)
-        .map_err(|e| ConnError::Reset(e.to_string()))?;
-    match &options.tls {
-        None => Ok(Either::Left(stream)),
-        Some(config) => Ok(Either::Right(
-            tls_handshake(config, addr, &dial, stream, deadline).await?,
-        )),
-    }
-}
-
-/// A TCP connection to `dial`, the address of the node known as `addr`.
-/// A name that does not resolve gets its own error: clusters behind NAT or
-/// in containers announce addresses only they can resolve.
-async fn tcp_connect(addr: &str, dial: &str) -> Result<TcpStream, ConnError> {
-    let resolved: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(dial).await {
-        Ok(resolved) => resolved.collect(),
-        Err(e) => {
-            let mapped = if dial == addr {
-                String::new()
-            } else {
-                format!(" (mapped to {dial})")
-            };
-            return Err(ConnError::Unresolved(format!(
-                "the cluster announces {addr}{mapped}, which does not resolve here ({e}): \
-                 map it to an address this client can reach with Builder::map_address"
-            )));
-        }
-    };
-    let mut last = None;
-    for target in resolved {
-        match TcpStream::connect(target).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
-        }
-    }
-    let why = last.map_or_else(|| "no address".to_owned(), |e| e.to_string());
-    Err(ConnError::Refused(format!("{addr}: {why}")))
-}
-
-/// The TLS handshake on `stream`, verifying the certificate against the
-/// host dialed (`dial`, after any address mapping), by `deadline`.
-async fn tls_handshake(
-    config: &Arc<rustls::ClientConfig>,
-    addr: &str,
-    dial: &str,
-    stream: TcpStream,
-    deadline: tokio::time::Instant,
-) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ConnError> {
-    let host = host_of(dial);
-    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| {
-        ConnError::Tls(format!(
-            "{addr}: {host:?} is not a name a certificate can carry"
-        ))
-    })?;
-    let connector = tokio_rustls::TlsConnector::from(config.clone());
-    match tokio::time::timeout_at(deadline, connector.connect(name, stream)).await {
-        Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(e)) => {
-            let hint = if e.to_string().contains("corrupt message") {
-                " (the node answered in plain text: is this port TLS?)"
-            } else {
-                ""
-            };
-            Err(ConnError::Tls(format!("handshake failed: {e}{hint}")))
-        }
-        Err(_) => Err(ConnError::Tls(
-            "handshake timed out (a plain-text port waits for a command that \
-             never comes: does the node speak TLS there?)"
-                .into(),
-        )),
-    }
-}
 
 /// The connection's one task: writes whatever callers queued in one go,
 /// reads replies and hands them out in order. One task, not a reader and a
@@ -816,36 +504,6 @@ impl Driver {
             if drained {
                 return Ok(());
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commands_encode_as_redis_protocol_does() {
-        use redis_protocol::resp2::encode::extend_encode_borrowed;
-        use redis_protocol::resp2::types::BorrowedFrame;
-        let long = vec![b'x'; 123_456];
-        let lines: [&[&[u8]]; 6] = [
-            &[],
-            &[b""],
-            &[b"GET", b"k"],
-            &[b"SET", b"\r\n\0\xff", &long],
-            &[&b"a"[..]; 10],
-            &[&b"b"[..]; 101],
-        ];
-        for args in lines {
-            let frames: Vec<BorrowedFrame<'_>> =
-                args.iter().map(|a| BorrowedFrame::BulkString(a)).collect();
-            let mut theirs = BytesMut::new();
-            extend_encode_borrowed(&mut theirs, &BorrowedFrame::Array(&frames), false).unwrap();
-            let mut ours = BytesMut::from(&b"prefix"[..]);
-            encode_into(&mut ours, args);
-            assert_eq!(&ours[..6], b"prefix");
-            assert_eq!(&ours[6..], &theirs[..], "{} arguments", args.len());
         }
     }
 }

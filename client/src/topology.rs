@@ -88,13 +88,13 @@ pub(crate) fn host_of(addr: &str) -> &str {
 ///
 /// A node with both ports is named by its plain-text `port`; see
 /// [`parse_cluster_shards_over`] for a TLS client.
-pub fn parse_cluster_shards(reply: &Value, asked: &str) -> Result<Vec<SlotRange>, MapError> {
+pub(crate) fn parse_cluster_shards(reply: &Value, asked: &str) -> Result<Vec<SlotRange>, MapError> {
     parse_cluster_shards_over(reply, asked, false)
 }
 
 /// [`parse_cluster_shards`] for a client speaking TLS (`tls`): a node
 /// with both ports is named by its `tls-port`.
-pub fn parse_cluster_shards_over(
+pub(crate) fn parse_cluster_shards_over(
     reply: &Value,
     asked: &str,
     tls: bool,
@@ -173,7 +173,7 @@ pub fn parse_cluster_shards_over(
 }
 
 /// Reads a `CLUSTER SLOTS` reply: `[first, last, [host, port, id], replicas...]`.
-pub fn parse_cluster_slots(reply: &Value, asked: &str) -> Result<Vec<SlotRange>, MapError> {
+pub(crate) fn parse_cluster_slots(reply: &Value, asked: &str) -> Result<Vec<SlotRange>, MapError> {
     let Value::Array(entries) = reply else {
         return Err(bad("CLUSTER SLOTS reply is not an array"));
     };

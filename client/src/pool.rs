@@ -1,18 +1,18 @@
-//! The routing snapshot (docs/behaviour.md §4): slot → owner index → node,
-//! immutable, swapped whole; and the nodes, each with its one connection.
+//! The nodes the client knows, each with its one shared connection (made
+//! on first use, remade after it breaks), its spare dedicated ones, its
+//! room for requests in flight, and what it last did: refused, timed out
+//! (repeatedly: then it is opened), said the cluster is down, failed to
+//! connect (then reconnects back off).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
-use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
-use crate::cluster_map::SlotRange;
-use crate::config::ReadFrom;
-use crate::conn::{ConnError, ConnOptions, Connection};
+use crate::conn::{connect, ConnError, ConnOptions, Connection};
 
 /// One node: its address and its one shared connection, made on first use
 /// and remade after it breaks.
@@ -47,6 +47,49 @@ pub(crate) struct Node {
     /// (`Builder::max_in_flight_per_node`), and that limit.
     admission: Arc<Semaphore>,
     max_in_flight: usize,
+    /// Requests on it that timed out in a row (any answer resets it).
+    timeouts: AtomicU32,
+    /// Opened: [`OPEN_AFTER_TIMEOUTS`] requests in a row timed out, so new
+    /// ones wait, unsent, for the map to move its slots (one going ahead
+    /// per [`PROBE_INTERVAL_MS`] as the probe) instead of joining a queue
+    /// that does not drain. Closed by its next answer.
+    open: AtomicBool,
+    times_opened: AtomicU64,
+    /// Connection attempts that failed in a row, the last one's error, and
+    /// when the next may be made (ms on the clock; 0: at once).
+    dial_failures: AtomicU32,
+    last_dial_error: std::sync::Mutex<Option<ConnError>>,
+    next_dial_at: AtomicU64,
+    backoffs: AtomicU64,
+}
+
+/// Requests timed out in a row that open a node.
+pub(crate) const OPEN_AFTER_TIMEOUTS: u32 = 3;
+
+/// Reconnects back off exponentially from this, per node ...
+const RECONNECT_BASE_MS: u64 = 10;
+/// ... to at most this (the probe interval: a node that comes back is
+/// found no later than the waiting requests' probe would find it), each
+/// delay jittered down by up to half, so that many clients do not dial a
+/// restarted node in step.
+const RECONNECT_CAP_MS: u64 = PROBE_INTERVAL_MS;
+
+/// The wait before the next connection attempt after `failures` in a row:
+/// `min(cap, base * 2^(failures - 1))`, less up to half of it at random.
+pub(crate) fn reconnect_delay_ms(failures: u32, random: u64) -> u64 {
+    if failures == 0 {
+        return 0;
+    }
+    let full = RECONNECT_BASE_MS
+        .saturating_mul(1 << (failures - 1).min(20))
+        .min(RECONNECT_CAP_MS);
+    full - random % (full / 2 + 1)
+}
+
+/// A number that differs from call to call (the jitter's).
+fn random() -> u64 {
+    let state = std::collections::hash_map::RandomState::new();
+    std::hash::BuildHasher::hash_one(&state, Instant::now())
 }
 
 /// A node that refuses connections is tried again this often by the
@@ -83,6 +126,75 @@ impl Node {
             probed_at: AtomicU64::new(0),
             admission: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
+            timeouts: AtomicU32::new(0),
+            open: AtomicBool::new(false),
+            times_opened: AtomicU64::new(0),
+            dial_failures: AtomicU32::new(0),
+            last_dial_error: std::sync::Mutex::new(None),
+            next_dial_at: AtomicU64::new(0),
+            backoffs: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether it is open (its requests kept timing out).
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Whether requests for its slots are held back now, one probe at a
+    /// time: it says the cluster is down, or it is open.
+    pub(crate) fn held(&self) -> bool {
+        self.down() || self.is_open()
+    }
+
+    /// Times it was opened.
+    pub(crate) fn times_opened(&self) -> u64 {
+        self.times_opened.load(Ordering::Relaxed)
+    }
+
+    /// Connection attempts skipped because it was backing off.
+    pub(crate) fn backoffs(&self) -> u64 {
+        self.backoffs.load(Ordering::Relaxed)
+    }
+
+    /// A new connection, unless the last attempts failed moments ago (then
+    /// the last error, at once): reconnects back off, per node, by
+    /// [`reconnect_delay_ms`].
+    async fn dial(
+        &self,
+        timeout: std::time::Duration,
+        options: &ConnOptions,
+    ) -> Result<Connection, ConnError> {
+        let now = clock_ms();
+        if now < self.next_dial_at.load(Ordering::Relaxed) {
+            let last = self
+                .last_dial_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(e) = last {
+                self.backoffs.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        match connect(&self.addr, timeout, options).await {
+            Ok(conn) => {
+                self.dial_failures.store(0, Ordering::Relaxed);
+                self.next_dial_at.store(0, Ordering::Relaxed);
+                Ok(conn)
+            }
+            Err(e) => {
+                let failures = self.dial_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                let delay = reconnect_delay_ms(failures, random());
+                *self
+                    .last_dial_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+                self.next_dial_at
+                    .store(clock_ms() + delay, Ordering::Relaxed);
+                tracing::debug!(addr = %self.addr, failures, delay_ms = delay, error = %e, "connecting failed: backing off");
+                Err(e)
+            }
         }
     }
 
@@ -142,7 +254,7 @@ impl Node {
         if self.refusing() {
             return false;
         }
-        !self.down() || self.claim_probe()
+        !self.held() || self.claim_probe()
     }
 
     /// Whether a probe of it is due (unclaimed).
@@ -182,10 +294,24 @@ impl Node {
 
     /// Notes how a request on its shared connection ended: a time-out
     /// makes it suspect, any answer clears that.
+    /// `OPEN_AFTER_TIMEOUTS` in a row open it, and any answer closes it.
     pub(crate) fn note_reply<T>(&self, result: &Result<T, ConnError>) {
         match result {
-            Ok(_) => self.unanswered.store(false, Ordering::Relaxed),
-            Err(ConnError::TimedOut) => self.unanswered.store(true, Ordering::Relaxed),
+            Ok(_) => {
+                self.unanswered.store(false, Ordering::Relaxed);
+                self.timeouts.store(0, Ordering::Relaxed);
+                if self.open.swap(false, Ordering::Relaxed) {
+                    tracing::info!(addr = %self.addr, "answering again: closed");
+                }
+            }
+            Err(ConnError::TimedOut) => {
+                self.unanswered.store(true, Ordering::Relaxed);
+                let timeouts = self.timeouts.fetch_add(1, Ordering::Relaxed) + 1;
+                if timeouts >= OPEN_AFTER_TIMEOUTS && !self.open.swap(true, Ordering::Relaxed) {
+                    self.times_opened.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(addr = %self.addr, timeouts, "requests keep timing out: opened");
+                }
+            }
             Err(_) => {}
         }
     }
@@ -209,13 +335,22 @@ impl Node {
             match spare {
                 Some(conn) if conn.is_alive() => return Ok(conn),
                 Some(_) => {}
-                None => {
-                    return Ok(Arc::new(
-                        Connection::connect(&self.addr, timeout, options).await?,
-                    ))
-                }
+                None => return Ok(Arc::new(self.dial(timeout, options).await?)),
             }
         }
+    }
+
+    /// Its shared connection, if one is open and alive.
+    pub(crate) fn live(&self) -> Option<Arc<Connection>> {
+        self.conn.load_full().filter(|c| c.is_alive())
+    }
+
+    /// Drops its spare dedicated connections (they hold old credentials).
+    pub(crate) fn drop_spares(&self) {
+        self.spares
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// Keeps a clean dedicated connection for the next caller.
@@ -242,7 +377,7 @@ impl Node {
         if let Some(conn) = self.conn.load_full().filter(|c| c.is_alive()) {
             return Ok(conn);
         }
-        match Connection::connect(&self.addr, timeout, options).await {
+        match self.dial(timeout, options).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 self.failed_at.store(0, Ordering::Relaxed);
@@ -312,192 +447,42 @@ impl Registry {
     }
 }
 
-/// An immutable routing snapshot: slot -> owner index -> node.
-pub(crate) struct Snapshot {
-    pub(crate) table: SegmentTable<Box<[OwnerId]>>,
-    pub(crate) owners: Vec<Arc<Node>>,
-    /// The replicas of each owner (same index), for replica reads.
-    pub(crate) replicas: Vec<Vec<Arc<Node>>>,
-}
-
-impl Snapshot {
-    /// A map with no owners (before the first refresh).
-    pub(crate) fn empty() -> Self {
-        let unowned = vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice();
-        Self {
-            table: SegmentTable::new(unowned).expect("16384 segments"),
-            owners: Vec::new(),
-            replicas: Vec::new(),
-        }
-    }
-
-    /// Builds a snapshot from a cluster map.
-    pub(crate) fn from_ranges(ranges: &[SlotRange], registry: &Registry) -> Self {
-        let mut map = Self::empty();
-        for range in ranges {
-            let owner = owner_index(&mut map.owners, &range.master, registry);
-            map.replicas.resize_with(map.owners.len(), Vec::new);
-            let replicas = &mut map.replicas[usize::from(owner)];
-            for addr in &range.replicas {
-                if !replicas.iter().any(|n| *n.addr == **addr) {
-                    replicas.push(registry.node(addr));
-                }
-            }
-            map.table.apply(&OwnershipChange {
-                first_slot: range.first,
-                last_slot: range.last,
-                owner,
-            });
-        }
-        map
-    }
-
-    /// The node owning `slot`: a hash was already paid, this is one index.
-    #[inline]
-    pub(crate) fn owner_of_slot(&self, slot: u16) -> Result<&Arc<Node>, RouteError> {
-        let owner = self.table.owner_of_slot(slot)?;
-        self.owners
-            .get(usize::from(owner))
-            .ok_or(RouteError::MapMidUpdate { segment: slot })
-    }
-
-    /// The node to read `slot` from under `policy`: a replica of its owner
-    /// (round robin by `turn`, passing over replicas that just failed to
-    /// connect), else the owner.
-    pub(crate) fn reader_of_slot(
-        &self,
-        slot: u16,
-        policy: ReadFrom,
-        turn: usize,
-    ) -> Result<&Arc<Node>, RouteError> {
-        let index = usize::from(self.table.owner_of_slot(slot)?);
-        let owner = self
-            .owners
-            .get(index)
-            .ok_or(RouteError::MapMidUpdate { segment: slot })?;
-        let replicas = self.replicas.get(index).map_or(&[][..], Vec::as_slice);
-        let healthy = replicas.iter().filter(|n| !n.recently_failed());
-        let count = healthy.clone().count();
-        Ok(match policy {
-            ReadFrom::Primary => owner,
-            ReadFrom::PreferReplica if count == 0 => owner,
-            ReadFrom::PreferReplica => healthy.clone().nth(turn % count).unwrap_or(owner),
-            ReadFrom::AnyNode => match turn % (count + 1) {
-                0 => owner,
-                i => healthy.clone().nth(i - 1).unwrap_or(owner),
-            },
-        })
-    }
-
-    /// A copy with `first..=last` pointed at `addr` (the push path: clone,
-    /// patch, swap), or `None` when nothing would change.
-    pub(crate) fn with_change(
-        &self,
-        first: u16,
-        last: u16,
-        addr: &str,
-        registry: &Registry,
-    ) -> Option<(Self, u16)> {
-        // Most pushes repeat what the map says (every request that met the
-        // same MOVED brings the same hint): check before copying anything.
-        let (low, high) = (first.min(last), first.max(last).min(SLOT_COUNT - 1));
-        let settled =
-            (low..=high).all(|slot| self.owner_of_slot(slot).is_ok_and(|n| *n.addr == *addr));
-        if settled {
-            return None;
-        }
-        let mut owners = self.owners.clone();
-        let owner = owner_index(&mut owners, addr, registry);
-        let mut table =
-            SegmentTable::new(self.table.owners().to_vec().into_boxed_slice()).expect("same size");
-        let changed = table.apply(&OwnershipChange {
-            first_slot: first,
-            last_slot: last,
-            owner,
-        });
-        let mut replicas = self.replicas.clone();
-        replicas.resize_with(owners.len(), Vec::new);
-        (changed > 0).then(|| {
-            let next = Self {
-                table,
-                owners,
-                replicas,
-            };
-            (next, changed)
-        })
-    }
-
-    /// The distinct owners, in slot order: the targets of a fan-out.
-    pub(crate) fn active_owners(&self) -> Vec<Arc<Node>> {
-        let mut seen: Vec<Arc<Node>> = Vec::new();
-        for (_, owner) in self.table.runs() {
-            if let Some(node) = self.owners.get(usize::from(owner)) {
-                if !seen.iter().any(|n| Arc::ptr_eq(n, node)) {
-                    seen.push(node.clone());
-                }
-            }
-        }
-        seen
-    }
-}
-
-/// The index of the node at `addr` in `owners`, appended (from the
-/// registry) if it is not there yet.
-fn owner_index(owners: &mut Vec<Arc<Node>>, addr: &str, registry: &Registry) -> OwnerId {
-    let index = match owners.iter().position(|n| *n.addr == *addr) {
-        Some(i) => i,
-        None => {
-            owners.push(registry.node(addr));
-            owners.len() - 1
-        }
-    };
-    index as OwnerId
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn snapshots_route_and_patch() {
-        let registry = Registry::default();
-        let ranges = [
-            SlotRange {
-                first: 0,
-                last: 8191,
-                master: "a:1".into(),
-                replicas: vec![],
-            },
-            SlotRange {
-                first: 8192,
-                last: 16383,
-                master: "b:1".into(),
-                replicas: vec![],
-            },
-        ];
-        let snap = Snapshot::from_ranges(&ranges, &registry);
-        assert_eq!(&*snap.owner_of_slot(12739).unwrap().addr, "b:1");
-        assert!(
-            snap.with_change(0, 10, "a:1", &registry).is_none(),
-            "nothing changed, nothing paid"
-        );
-        let (moved, changed) = snap.with_change(12739, 12739, "c:1", &registry).unwrap();
-        assert_eq!(changed, 1);
-        assert_eq!(&*moved.owner_of_slot(12739).unwrap().addr, "c:1");
-        assert_eq!(&*moved.owner_of_slot(12740).unwrap().addr, "b:1");
-        let fan_out: Vec<String> = moved
-            .active_owners()
-            .iter()
-            .map(|n| n.addr.to_string())
-            .collect();
-        assert_eq!(fan_out, ["a:1", "b:1", "c:1"]);
-        assert!(
-            Arc::ptr_eq(&registry.node("b:1"), snap.owner_of_slot(9000).unwrap()),
-            "one node object per address"
-        );
-        assert!(matches!(
-            Snapshot::empty().owner_of_slot(5),
-            Err(RouteError::Unavailable { .. })
-        ));
+    fn reconnects_back_off_exponentially_with_jitter_to_a_cap() {
+        assert_eq!(reconnect_delay_ms(0, 7), 0);
+        // No jitter drawn: the full delay, doubling to the cap.
+        let full: Vec<u64> = (1..=8).map(|n| reconnect_delay_ms(n, 0)).collect();
+        assert_eq!(full, [10, 20, 40, 80, 160, 320, 500, 500]);
+        assert_eq!(reconnect_delay_ms(u32::MAX, 0), 500);
+        // Jitter takes off at most half.
+        for random in [1, 2, 99, 250, u64::MAX] {
+            for n in 1..10 {
+                let d = reconnect_delay_ms(n, random);
+                let full = reconnect_delay_ms(n, 0);
+                assert!(d <= full && d >= full / 2, "{n} failures, {random}: {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_time_outs_open_a_node_and_an_answer_closes_it() {
+        let node = Node::new("a:1", 10);
+        for _ in 1..OPEN_AFTER_TIMEOUTS {
+            node.note_reply::<()>(&Err(ConnError::TimedOut));
+        }
+        assert!(!node.is_open(), "one short of the threshold");
+        node.note_reply::<()>(&Err(ConnError::Reset("x".into())));
+        assert!(!node.is_open(), "a reset is not a time-out");
+        node.note_reply::<()>(&Err(ConnError::TimedOut));
+        assert!(node.is_open() && node.held());
+        assert!(node.may_send(), "the first request is the probe");
+        assert!(!node.may_send(), "the others wait for the next probe");
+        node.note_reply(&Ok(()));
+        assert!(!node.is_open() && node.may_send());
+        assert_eq!(node.times_opened(), 1);
     }
 }

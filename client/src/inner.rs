@@ -1,0 +1,114 @@
+//! What every clone of a client shares: the settings, the map, the nodes,
+//! the refresh gate, the counters. The calls on it live with what they do
+//! (`request.rs` runs requests, `refresh.rs` keeps the map, `command.rs`
+//! plans commands); this file holds the state and the one rule every write
+//! shares, the durable `WAIT` after it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use bytes::BytesMut;
+use redis_protocol::resp2::types::BytesFrame;
+
+use crate::codec::encode_into;
+use crate::config::Config;
+use crate::gate::{Gate, Redirects};
+use crate::ownership::Announcer;
+use crate::pool::Registry;
+use crate::reply::integer;
+use crate::route::Packed;
+use crate::snapshot::Snapshot;
+use crate::stats::Counters;
+use crate::Error;
+
+/// What every clone of a client shares.
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    pub(crate) snapshot: ArcSwap<Snapshot>,
+    pub(crate) registry: Registry,
+    pub(crate) seeds: Vec<String>,
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) redirects: Redirects,
+    pub(crate) counters: Counters,
+    /// Distinguishes this client's request markers (`incr_by`).
+    pub(crate) marker_prefix: u64,
+    marker_seq: AtomicU64,
+    /// Spreads keyless commands over the slots, so over the masters.
+    pub(crate) next_any: AtomicUsize,
+    /// Tells `Client::ownership_changes` listeners of each map change.
+    pub(crate) announcer: Announcer,
+}
+
+impl Inner {
+    /// The state of a client of `seeds`, with no map yet.
+    pub(crate) fn new(seeds: Vec<String>, config: Config) -> Self {
+        let min_interval = config.refresh_min_interval;
+        let registry = Registry::new(config.max_in_flight_per_node);
+        for seed in &seeds {
+            registry.node(seed);
+        }
+        let state = std::collections::hash_map::RandomState::new();
+        let marker_prefix = std::hash::BuildHasher::hash_one(&state, Instant::now());
+        Self {
+            config,
+            snapshot: ArcSwap::from_pointee(Snapshot::empty()),
+            registry,
+            seeds,
+            gate: Arc::new(Gate::new(min_interval)),
+            redirects: Redirects::default(),
+            counters: Counters::default(),
+            marker_prefix,
+            marker_seq: AtomicU64::new(0),
+            next_any: AtomicUsize::new(0),
+            announcer: Announcer::default(),
+        }
+    }
+
+    /// A number no other request marker of this client has.
+    pub(crate) fn next_marker(&self) -> u64 {
+        self.marker_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A write, packed: `args`, then `WAIT` when writes are durable.
+    pub(crate) fn pack_write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
+        let mut bytes = BytesMut::new();
+        encode_into(&mut bytes, args);
+        let replies = 1 + usize::from(self.append_wait(&mut bytes));
+        Packed {
+            name,
+            bytes: bytes.freeze(),
+            replies,
+            blocking: false,
+            read: false,
+        }
+    }
+
+    /// Appends `WAIT` to a write in `buf` when writes are durable; whether
+    /// it did (the write then has two replies).
+    pub(crate) fn append_wait(&self, buf: &mut BytesMut) -> bool {
+        let Some(d) = self.config.durability else {
+            return false;
+        };
+        let replicas = d.replicas.to_string();
+        let timeout = d.timeout.as_millis().max(1).to_string();
+        encode_into(buf, &[b"WAIT", replicas.as_bytes(), timeout.as_bytes()]);
+        true
+    }
+
+    /// With durable writes, the `WAIT` reply must count enough replicas.
+    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+        let Some(durability) = self.config.durability else {
+            return Ok(());
+        };
+        let acked = integer("WAIT", frames.get(1).unwrap_or(&BytesFrame::Null))?;
+        if acked < i64::from(durability.replicas) {
+            return Err(Error::NotReplicated {
+                acked,
+                needed: durability.replicas,
+            });
+        }
+        Ok(())
+    }
+}
