@@ -24,6 +24,7 @@ default:
 test: lint
     @echo "==> workspace tests (unit, property, doc, real servers)"
     ZARIS_EXPECT_CLMUL=1 cargo test --workspace
+    cargo test -q -p zaris-client --features metrics --test metrics
     just test-engines
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
@@ -72,6 +73,7 @@ test-web: npm-pack dashboard
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    cargo clippy -p zaris-client --features metrics --all-targets -- -D warnings
     for target in {{no_std_targets}}; do \
         cargo clippy -p zaris-core --no-default-features --features serde --target "$target" -- -D warnings; \
     done

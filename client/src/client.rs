@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{hash_tag, slot_for_key};
 
+use crate::codec::Frame;
 use crate::config::{Builder, Config};
 use crate::conn::{authenticate, ConnError};
 use crate::inner::Inner;
@@ -103,8 +103,8 @@ impl Client {
             .await?
             .swap_remove(0)
         {
-            BytesFrame::Null => Ok(None),
-            BytesFrame::BulkString(value) => Ok(Some(value)),
+            Frame::Null => Ok(None),
+            Frame::BulkString(value) => Ok(Some(value)),
             other => Err(unexpected("GET", &other)),
         }
     }
@@ -136,7 +136,7 @@ impl Client {
         let frames = self
             .keyed(key, self.pack_write("SET", &[b"SET", key, value, b"NX"]))
             .await?;
-        if frames[0] == BytesFrame::Null {
+        if frames[0] == Frame::Null {
             return Err(Error::Conflict {
                 current_version: None,
             });
@@ -213,9 +213,9 @@ impl Client {
             )
             .await?;
         match &frames[0] {
-            BytesFrame::Array(parts) => match parts.as_slice() {
-                [BytesFrame::Null, _] => Ok(None),
-                [BytesFrame::BulkString(v), BytesFrame::BulkString(d)] => {
+            Frame::Array(parts) => match parts.as_slice() {
+                [Frame::Null, _] => Ok(None),
+                [Frame::BulkString(v), Frame::BulkString(d)] => {
                     let version = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
                     let version = version.ok_or_else(|| unexpected("HMGET", &frames[0]))?;
                     Ok(Some(Versioned {
@@ -256,8 +256,8 @@ impl Client {
             .keyed(key, self.pack_write("SET_IF_VERSION", &args))
             .await?;
         let outcome = match &frames[0] {
-            BytesFrame::Array(parts) => match parts.as_slice() {
-                [BytesFrame::Integer(applied), BytesFrame::Integer(version)] => {
+            Frame::Array(parts) => match parts.as_slice() {
+                [Frame::Integer(applied), Frame::Integer(version)] => {
                     Some((*applied, u64::try_from(*version).ok()))
                 }
                 _ => None,
@@ -486,7 +486,7 @@ impl Client {
     }
 
     /// With durable writes, the `WAIT` reply must count enough replicas.
-    fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+    fn check_durable(&self, frames: &[Frame]) -> Result<(), Error> {
         self.inner.check_durable(frames)
     }
 

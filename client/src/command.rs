@@ -9,13 +9,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use redis_protocol::resp2::types::BytesFrame;
+use tracing::Instrument;
 use zaris_core::{
     command_has_keys, command_info, command_keys, command_route, slot_for_key, CommandError,
     CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
-use crate::codec::encode_into;
+use crate::codec::{encode_into, Frame};
 use crate::inner::Inner;
 use crate::reply::take_frame;
 use crate::route::{Packed, Route};
@@ -111,7 +111,9 @@ impl Client {
     /// - the last status or transport failure once the retries stop.
     pub async fn cmd<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
         let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
-        self.inner.cmd(&args).await
+        let name = args.first().map(|n| String::from_utf8_lossy(n));
+        let span = tracing::debug_span!("zaris.cmd", command = name.as_deref().unwrap_or(""));
+        self.inner.cmd(&args).instrument(span).await
     }
 
     /// A keyless command on every master, each node's answer apart (by
@@ -353,7 +355,7 @@ impl Inner {
         Part {
             route,
             packed: Packed {
-                name: "COMMAND",
+                name: info.name(),
                 bytes: bytes.freeze(),
                 replies: encoded.replies,
                 blocking: encoded.blocking,
@@ -375,15 +377,7 @@ impl Inner {
         let write = info.is_write() && !blocking;
         let read = info.is_read_only() && !blocking;
         encode_into(buf, args);
-        let replies = match self.config.durability {
-            Some(d) if write => {
-                let replicas = d.replicas.to_string();
-                let timeout = d.timeout.as_millis().max(1).to_string();
-                encode_into(buf, &[b"WAIT", replicas.as_bytes(), timeout.as_bytes()]);
-                2
-            }
-            _ => 1,
-        };
+        let replies = 1 + usize::from(write && self.append_wait(buf));
         Encoded {
             replies,
             write,
@@ -425,7 +419,7 @@ impl Inner {
 
     /// A request's replies as its answer (for a write with durable writes,
     /// the `WAIT` must count enough replicas).
-    pub(crate) fn answer(&self, write: bool, replies: &mut [BytesFrame]) -> Result<Value, Error> {
+    pub(crate) fn answer(&self, write: bool, replies: &mut [Frame]) -> Result<Value, Error> {
         if write {
             self.check_durable(replies)?;
         }

@@ -36,6 +36,20 @@ pub enum ReadFrom {
     PrimaryAndReplicas,
 }
 
+/// The protocol every shared connection speaks (`Builder::protocol`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// RESP2: every server speaks it; maps come as flat arrays, doubles as
+    /// strings.
+    #[default]
+    Resp2,
+    /// RESP3 (`HELLO 3`, Redis 6+ and Valkey): maps, sets, doubles,
+    /// booleans, big numbers and verbatim strings come typed
+    /// ([`crate::Value::Map`], ...).
+    Resp3,
+}
+
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// A refresh within this long of the last one is a no-op (docs/behaviour.md §5).
@@ -102,6 +116,7 @@ pub struct Builder {
     refresh_min_interval: Duration,
     max_in_flight_per_node: usize,
     connect_timeout: Duration,
+    protocol: Protocol,
     env: EnvLookup,
 }
 
@@ -123,6 +138,7 @@ impl Default for Builder {
             refresh_min_interval: REFRESH_DEBOUNCE,
             max_in_flight_per_node: DEFAULT_MAX_IN_FLIGHT_PER_NODE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            protocol: Protocol::Resp2,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -215,6 +231,17 @@ impl Builder {
     #[must_use]
     pub fn durable_writes(mut self, replicas: u32, timeout: Duration) -> Self {
         self.durability = Some(Durability { replicas, timeout });
+        self
+    }
+
+    /// The protocol of every shared and dedicated connection: RESP2 (the
+    /// default) or RESP3, asked for with `HELLO 3` right after `AUTH`. A
+    /// node that does not speak RESP3 fails the connection as
+    /// [`Error::Protocol`]. Subscriptions speak RESP2 whatever this says
+    /// (their messages are the same either way).
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
         self
     }
 
@@ -428,6 +455,7 @@ impl Builder {
                 map_address: self.map_address,
                 readonly: self.read_from != ReadFrom::Primary,
                 connect_timeout: self.connect_timeout,
+                resp3: self.protocol == Protocol::Resp3,
             },
             durability: self.durability,
             read_from: self.read_from,

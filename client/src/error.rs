@@ -168,6 +168,31 @@ impl From<SettingError> for Error {
 }
 
 impl Error {
+    /// Its kind, as the metrics label a request's outcome: `conflict`,
+    /// `status`, `transport`, `auth`, ...
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Conflict { .. } => "conflict",
+            Error::Status { .. } => "status",
+            Error::Transport { .. } => "transport",
+            Error::Protocol { .. } => "protocol",
+            Error::Tls { .. } => "tls",
+            Error::Auth { .. } => "auth",
+            Error::ReplyTooLarge { .. } => "reply_too_large",
+            Error::Server(_) => "server",
+            Error::UnexpectedReply { .. } => "unexpected_reply",
+            Error::NotReplicated { .. } => "not_replicated",
+            Error::NoSeedReachable { .. } => "no_seed_reachable",
+            Error::Config(_) => "config",
+            Error::CrossSlot { .. } => "cross_slot",
+            Error::Command { .. } => "command",
+            Error::Unsupported { .. } => "unsupported",
+            Error::ScanIncomplete { .. } => "scan_incomplete",
+            Error::TransactionUnknown { .. } => "transaction_unknown",
+        }
+    }
+
     /// A command line the core refused, as the caller gets it: keys in
     /// two slots are [`Error::CrossSlot`], anything else
     /// [`Error::Command`], named.

@@ -10,9 +10,8 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
-use redis_protocol::resp2::types::BytesFrame;
 
-use crate::codec::encode_into;
+use crate::codec::{encode_into, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
 use crate::ownership::Announcer;
@@ -98,11 +97,11 @@ impl Inner {
     }
 
     /// With durable writes, the `WAIT` reply must count enough replicas.
-    pub(crate) fn check_durable(&self, frames: &[BytesFrame]) -> Result<(), Error> {
+    pub(crate) fn check_durable(&self, frames: &[Frame]) -> Result<(), Error> {
         let Some(durability) = self.config.durability else {
             return Ok(());
         };
-        let acked = integer("WAIT", frames.get(1).unwrap_or(&BytesFrame::Null))?;
+        let acked = integer("WAIT", frames.get(1).unwrap_or(&Frame::Null))?;
         if acked < i64::from(durability.replicas) {
             return Err(Error::NotReplicated {
                 acked,

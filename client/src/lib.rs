@@ -55,6 +55,7 @@ mod conn;
 mod error;
 mod gate;
 mod inner;
+mod metrics;
 mod ownership;
 mod pipeline;
 mod pool;
@@ -73,7 +74,7 @@ mod value;
 
 pub use client::{Client, Versioned};
 pub use config::{
-    Builder, Durability, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    Builder, Durability, Protocol, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT_PER_NODE, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
     REFRESH_DEBOUNCE,
 };
@@ -98,8 +99,8 @@ pub use zaris_core::{CommandError, KvStatus, StopReason, TransportFailure};
 #[doc(hidden)]
 pub mod _fuzz {
     use bytes::BytesMut;
-    pub use redis_protocol::resp2::types::BytesFrame;
 
+    pub use crate::codec::Frame;
     use crate::codec::Limits;
     use crate::topology::{MapError, SlotRange};
 
@@ -134,7 +135,7 @@ pub mod _fuzz {
     pub fn replies(
         reads: &[&[u8]],
         max_reply_bytes: usize,
-    ) -> (Vec<BytesFrame>, Result<(), String>, usize) {
+    ) -> (Vec<Frame>, Result<(), String>, usize) {
         let limits = Limits { max_reply_bytes };
         let mut input = BytesMut::new();
         let mut frames = Vec::new();
@@ -153,7 +154,7 @@ pub mod _fuzz {
 
     /// A reply as a caller sees it.
     #[must_use]
-    pub fn value(frame: BytesFrame) -> crate::Value {
+    pub fn value(frame: Frame) -> crate::Value {
         crate::value::from_frame(frame)
     }
 }

@@ -42,6 +42,7 @@ struct Request {
     /// previous request's end).
     end: usize,
     route: Route,
+    name: &'static str,
     replies: u8,
     write: bool,
     blocking: bool,
@@ -86,6 +87,7 @@ impl Pipeline {
                 self.requests.push(Request {
                     end: self.bytes.len(),
                     route: Route::Slot(slot),
+                    name: info.name(),
                     replies: encoded.replies as u8,
                     write: encoded.write,
                     blocking: encoded.blocking,
@@ -100,6 +102,7 @@ impl Pipeline {
                         self.requests.push(Request {
                             end: self.bytes.len(),
                             route: part.route.clone(),
+                            name: part.packed.name,
                             replies: part.packed.replies as u8,
                             write: part.write,
                             blocking: part.packed.blocking,
@@ -214,6 +217,10 @@ impl Requests for Batch {
 
     fn route(&self, i: usize) -> &Route {
         &self.requests[i].route
+    }
+
+    fn name(&self, i: usize) -> &'static str {
+        self.requests[i].name
     }
 
     fn bytes(&self, i: usize) -> &[u8] {

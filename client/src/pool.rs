@@ -309,6 +309,7 @@ impl Node {
                 let timeouts = self.timeouts.fetch_add(1, Ordering::Relaxed) + 1;
                 if timeouts >= OPEN_AFTER_TIMEOUTS && !self.open.swap(true, Ordering::Relaxed) {
                     self.times_opened.fetch_add(1, Ordering::Relaxed);
+                    crate::metrics::opened(&self.addr);
                     tracing::warn!(addr = %self.addr, timeouts, "requests keep timing out: opened");
                 }
             }
@@ -380,6 +381,9 @@ impl Node {
         match self.dial(timeout, options).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
+                if self.conn.load().is_some() {
+                    crate::metrics::reconnect(&self.addr);
+                }
                 self.failed_at.store(0, Ordering::Relaxed);
                 self.refused_at.store(0, Ordering::Relaxed);
                 self.conn.store(Some(conn.clone()));

@@ -1,15 +1,22 @@
-//! Sharded pub/sub (Redis 7 `SSUBSCRIBE`/`SPUBLISH`) that survives churn.
+//! Pub/sub that survives churn: sharded (Redis 7 `SSUBSCRIBE`/`SPUBLISH`)
+//! and classic (`SUBSCRIBE`, `PSUBSCRIBE`, `PUBLISH`).
 //!
 //! A [`Subscription`] owns one task and one connection of its own per node
 //! it listens on. Each channel is subscribed on the master owning its slot,
-//! one `SSUBSCRIBE` per slot (a command naming channels of two slots is
-//! refused by the server, and a resubscription never sends one). When a
-//! channel's slot moves (migration, failover, the master killed), the node
-//! says `sunsubscribe` or the connection dies; the task refreshes the map
-//! and subscribes again on the new owner, and the stream carries a
-//! [`Received::Gap`] for the channel: messages published meanwhile may be
-//! lost. Pub/sub is at most once: a message is delivered to the
-//! subscribers present when it is published, and never stored.
+//! one command per slot (a `SSUBSCRIBE` naming channels of two slots is
+//! refused by the server, and a resubscription never sends one). A classic
+//! channel or pattern is heard on every node (the cluster bus carries
+//! every `PUBLISH` to all of them), so its slot only spreads the
+//! subscriptions over the masters; it stays on its node through failovers
+//! and migrations (no gap, no message twice) and moves only when that node
+//! is lost or leaves the map.
+//! When a channel's slot moves (migration, failover, the master killed),
+//! the node says `sunsubscribe`, the connection dies, or the map names
+//! another owner; the task refreshes the map and subscribes again on the
+//! new owner, and the stream carries a [`Received::Gap`] for the channel:
+//! messages published meanwhile may be lost. Pub/sub is at most once: a
+//! message is delivered to the subscribers present when it is published,
+//! and never stored.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -18,12 +25,11 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use zaris_core::slot_for_key;
 
-use crate::codec::{encode, encode_into, take_frames, Limits};
+use crate::codec::{encode, encode_into, take_frames, Frame, Limits};
 use crate::conn::{open, ConnError};
 use crate::inner::Inner;
 use crate::ownership::Revealed;
@@ -44,18 +50,30 @@ pub enum Received {
         /// What was published.
         payload: Bytes,
     },
-    /// The channel was unsubscribed for `lasted` (its slot moved, its
-    /// master failed) and is subscribed again, on its new owner: messages
-    /// published meanwhile may be lost. Those published from now on come.
+    /// A message published on a channel matching a subscribed pattern
+    /// ([`Client::psubscribe`]).
+    PatternMessage {
+        /// The pattern it matched.
+        pattern: Bytes,
+        /// The channel it was published on.
+        channel: Bytes,
+        /// What was published.
+        payload: Bytes,
+    },
+    /// The channel (or pattern) was unsubscribed for `lasted` (its slot
+    /// moved, its master failed) and is subscribed again, on its new owner:
+    /// messages published meanwhile may be lost. Those published from now
+    /// on come.
     Gap {
-        /// The channel.
+        /// The channel, or the pattern.
         channel: Bytes,
         /// How long it was not subscribed.
         lasted: Duration,
     },
 }
 
-/// Sharded channels listened to (see [`Client::ssubscribe`]): a
+/// Channels listened to (see [`Client::ssubscribe`], [`Client::subscribe`],
+/// [`Client::psubscribe`]): a
 /// [`futures_core::Stream`] of [`Received`]. Dropping it unsubscribes and
 /// closes its connections.
 pub struct Subscription {
@@ -118,10 +136,58 @@ impl Client {
     /// [`Error::Config`] for no channels; the error of the last attempt
     /// when a channel could not be subscribed within the request time-out.
     pub async fn ssubscribe<C: AsRef<[u8]>>(&self, channels: &[C]) -> Result<Subscription, Error> {
+        self.listen(Kind::Sharded, channels).await
+    }
+
+    /// Subscribes to classic `channels` (`SUBSCRIBE`), which hear every
+    /// `PUBLISH` in the cluster whichever node it reaches. Each is placed
+    /// on the master owning its name's slot (so subscriptions spread over
+    /// the masters) and follows it through churn as a sharded channel
+    /// does, with a [`Received::Gap`] per interruption.
+    ///
+    /// # Errors
+    /// As [`Client::ssubscribe`].
+    pub async fn subscribe<C: AsRef<[u8]>>(&self, channels: &[C]) -> Result<Subscription, Error> {
+        self.listen(Kind::Classic, channels).await
+    }
+
+    /// Subscribes to the channels matching `patterns` (`PSUBSCRIBE`, a
+    /// glob), placed and kept as [`Client::subscribe`] places channels;
+    /// messages come as [`Received::PatternMessage`].
+    ///
+    /// # Errors
+    /// As [`Client::ssubscribe`].
+    pub async fn psubscribe<P: AsRef<[u8]>>(&self, patterns: &[P]) -> Result<Subscription, Error> {
+        self.listen(Kind::Pattern, patterns).await
+    }
+
+    /// Publishes `payload` on the classic `channel` (`PUBLISH`), sent to
+    /// the master owning the channel name's slot under the retry rules (any
+    /// node would do: the cluster carries it to every node). Returns how
+    /// many subscribers of that node received it; those of other nodes are
+    /// not counted (the server's own cluster semantics).
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub async fn publish(
+        &self,
+        channel: impl AsRef<[u8]>,
+        payload: impl AsRef<[u8]>,
+    ) -> Result<i64, Error> {
+        self.publish_as("PUBLISH", channel.as_ref(), payload.as_ref())
+            .await
+    }
+
+    async fn listen<C: AsRef<[u8]>>(
+        &self,
+        kind: Kind,
+        channels: &[C],
+    ) -> Result<Subscription, Error> {
         if channels.is_empty() {
-            return Err(Error::Config(
-                "ssubscribe needs at least one channel".into(),
-            ));
+            return Err(Error::Config(format!(
+                "{} needs at least one channel",
+                kind.subscribe().to_ascii_lowercase()
+            )));
         }
         let mut names: Vec<Bytes> = Vec::new();
         for channel in channels {
@@ -137,6 +203,7 @@ impl Client {
             channels: names
                 .into_iter()
                 .map(|name| Channel {
+                    kind,
                     slot: slot_for_key(&name),
                     name,
                     on: None,
@@ -176,24 +243,90 @@ impl Client {
         channel: impl AsRef<[u8]>,
         payload: impl AsRef<[u8]>,
     ) -> Result<i64, Error> {
-        let (channel, payload) = (channel.as_ref(), payload.as_ref());
+        self.publish_as("SPUBLISH", channel.as_ref(), payload.as_ref())
+            .await
+    }
+
+    async fn publish_as(
+        &self,
+        command: &'static str,
+        channel: &[u8],
+        payload: &[u8],
+    ) -> Result<i64, Error> {
         let route = Route::Slot(slot_for_key(channel));
         let mut replies = self
             .inner
-            .execute(route, pack("SPUBLISH", &[&[b"SPUBLISH", channel, payload]]))
+            .execute(
+                route,
+                pack(command, &[&[command.as_bytes(), channel, payload]]),
+            )
             .await?;
         match replies.swap_remove(0) {
-            BytesFrame::Integer(n) => Ok(n),
+            Frame::Integer(n) => Ok(n),
             other => Err(Error::UnexpectedReply {
-                command: "SPUBLISH",
+                command,
                 reply: format!("{other:?}"),
             }),
         }
     }
 }
 
-/// One subscribed channel.
+/// Which pub/sub a channel belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `SSUBSCRIBE`: the channel lives on its slot's master.
+    Sharded,
+    /// `SUBSCRIBE`: heard on every node.
+    Classic,
+    /// `PSUBSCRIBE`: a pattern, heard on every node.
+    Pattern,
+}
+
+impl Kind {
+    fn subscribe(self) -> &'static str {
+        match self {
+            Kind::Sharded => "SSUBSCRIBE",
+            Kind::Classic => "SUBSCRIBE",
+            Kind::Pattern => "PSUBSCRIBE",
+        }
+    }
+
+    fn unsubscribe(self) -> &'static str {
+        match self {
+            Kind::Sharded => "SUNSUBSCRIBE",
+            Kind::Classic => "UNSUBSCRIBE",
+            Kind::Pattern => "PUNSUBSCRIBE",
+        }
+    }
+
+    /// The kind a push frame's first element names, and what it is.
+    fn of_push(name: &[u8]) -> Option<(Kind, Push)> {
+        Some(match name {
+            b"smessage" => (Kind::Sharded, Push::Message),
+            b"ssubscribe" => (Kind::Sharded, Push::Subscribed),
+            b"sunsubscribe" => (Kind::Sharded, Push::Unsubscribed),
+            b"message" => (Kind::Classic, Push::Message),
+            b"subscribe" => (Kind::Classic, Push::Subscribed),
+            b"unsubscribe" => (Kind::Classic, Push::Unsubscribed),
+            b"pmessage" => (Kind::Pattern, Push::Message),
+            b"psubscribe" => (Kind::Pattern, Push::Subscribed),
+            b"punsubscribe" => (Kind::Pattern, Push::Unsubscribed),
+            _ => return None,
+        })
+    }
+}
+
+/// What a push frame says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Push {
+    Message,
+    Subscribed,
+    Unsubscribed,
+}
+
+/// One subscribed channel (or pattern).
 struct Channel {
+    kind: Kind,
     name: Bytes,
     slot: u16,
     /// The node it is subscribed on (or being subscribed on).
@@ -216,8 +349,8 @@ struct Subscriber {
     inner: Arc<Inner>,
     channels: Vec<Channel>,
     nodes: HashMap<Arc<str>, NodeConn>,
-    frames: mpsc::UnboundedReceiver<(Arc<str>, Result<BytesFrame, ConnError>)>,
-    frames_to: mpsc::UnboundedSender<(Arc<str>, Result<BytesFrame, ConnError>)>,
+    frames: mpsc::UnboundedReceiver<(Arc<str>, Result<Frame, ConnError>)>,
+    frames_to: mpsc::UnboundedSender<(Arc<str>, Result<Frame, ConnError>)>,
     events: mpsc::UnboundedSender<Received>,
     refresh_needed: bool,
 }
@@ -240,7 +373,7 @@ impl Subscriber {
                     .collect();
                 return Err(last.unwrap_or_else(|| Error::Transport {
                     failure: zaris_core::TransportFailure::TimedOut,
-                    detail: format!("SSUBSCRIBE not confirmed for {}", pending.join(", ")),
+                    detail: format!("not subscribed in time: {}", pending.join(", ")),
                     attempts: 1,
                     stop: zaris_core::StopReason::DeadlineReached,
                 }));
@@ -282,7 +415,7 @@ impl Subscriber {
 
     /// A frame from `addr` (or the end of its connection). An error frame
     /// is returned, for the caller to report.
-    fn on_frame(&mut self, addr: &Arc<str>, frame: Result<BytesFrame, ConnError>) -> Option<Error> {
+    fn on_frame(&mut self, addr: &Arc<str>, frame: Result<Frame, ConnError>) -> Option<Error> {
         let frame = match frame {
             Ok(frame) => frame,
             Err(e) => {
@@ -293,8 +426,8 @@ impl Subscriber {
             }
         };
         let items = match frame {
-            BytesFrame::Array(items) => items,
-            BytesFrame::Error(_) => {
+            Frame::Array(items) => items,
+            Frame::Error(_) => {
                 // A refused SSUBSCRIBE (MOVED, CLUSTERDOWN): the map hint is
                 // taken, and the channels not yet confirmed there go again.
                 if let Classified::Moved { slot, addr: to } = classify(&frame, addr) {
@@ -308,23 +441,33 @@ impl Subscriber {
             _ => return None,
         };
         let text = |i: usize| match items.get(i) {
-            Some(BytesFrame::BulkString(b) | BytesFrame::SimpleString(b)) => Some(b.clone()),
+            Some(Frame::BulkString(b) | Frame::SimpleString(b)) => Some(b.clone()),
             _ => None,
         };
-        let (Some(kind), Some(channel)) = (text(0), text(1)) else {
+        let (Some(push), Some(channel)) = (text(0), text(1)) else {
             return None;
         };
-        match &kind[..] {
-            b"smessage" => {
+        let (kind, push) = Kind::of_push(&push)?;
+        match push {
+            Push::Message if kind == Kind::Pattern => {
+                if let (Some(on), Some(payload)) = (text(2), text(3)) {
+                    let _ = self.events.send(Received::PatternMessage {
+                        pattern: channel,
+                        channel: on,
+                        payload,
+                    });
+                }
+            }
+            Push::Message => {
                 if let Some(payload) = text(2) {
                     let _ = self.events.send(Received::Message { channel, payload });
                 }
             }
-            b"ssubscribe" => {
+            Push::Subscribed => {
                 if let Some(c) = self
                     .channels
                     .iter_mut()
-                    .find(|c| c.name == channel && c.on.as_ref() == Some(addr))
+                    .find(|c| c.kind == kind && c.name == channel && c.on.as_ref() == Some(addr))
                 {
                     c.confirmed = true;
                     if let Some(lost) = c.lost_at.take() {
@@ -334,13 +477,14 @@ impl Subscriber {
                     }
                 }
             }
-            b"sunsubscribe" => {
+            Push::Unsubscribed => {
                 // The node gave the channel's slot away (or we moved it).
                 self.refresh_needed = true;
-                let moved = |c: &Channel| c.name == channel && c.on.as_ref() == Some(addr);
+                let moved = |c: &Channel| {
+                    c.kind == kind && c.name == channel && c.on.as_ref() == Some(addr)
+                };
                 self.lose(moved);
             }
-            _ => {}
         }
         None
     }
@@ -367,8 +511,8 @@ impl Subscriber {
                 .await;
         }
         let snapshot = self.inner.snapshot.load_full();
-        let mut wanted: Vec<(Arc<str>, u16, Vec<usize>)> = Vec::new();
-        let mut leave: Vec<(Arc<str>, Bytes)> = Vec::new();
+        let mut wanted: Vec<(Arc<str>, u16, Kind, Vec<usize>)> = Vec::new();
+        let mut leave: Vec<(Arc<str>, Kind, Bytes)> = Vec::new();
         let now = Instant::now();
         for (i, c) in self.channels.iter_mut().enumerate() {
             let Ok(owner) = snapshot.owner_of_slot(c.slot) else {
@@ -381,30 +525,37 @@ impl Subscriber {
             if c.on.as_ref() == Some(&owner.addr) && !stale {
                 continue;
             }
+            // A classic channel is heard on every node: it stays where it
+            // is (no gap, no message twice) while that node is in the map,
+            // a replica now or not; it moves when the node is lost or
+            // leaves the map (failed: frozen, say).
+            let heard_anywhere = c.kind != Kind::Sharded;
+            if heard_anywhere && !stale && c.on.as_ref().is_some_and(|on| snapshot.knows(on)) {
+                continue;
+            }
             if let Some(old) = c.on.take() {
                 if c.confirmed {
-                    leave.push((old, c.name.clone()));
+                    leave.push((old, c.kind, c.name.clone()));
                     c.lost_at.get_or_insert(now);
                 }
             }
             c.confirmed = false;
-            match wanted
-                .iter_mut()
-                .find(|(addr, slot, _)| **addr == *owner.addr && *slot == c.slot)
-            {
-                Some((_, _, members)) => members.push(i),
-                None => wanted.push((owner.addr.clone(), c.slot, vec![i])),
+            match wanted.iter_mut().find(|(addr, slot, kind, _)| {
+                **addr == *owner.addr && *slot == c.slot && *kind == c.kind
+            }) {
+                Some((_, _, _, members)) => members.push(i),
+                None => wanted.push((owner.addr.clone(), c.slot, c.kind, vec![i])),
             }
         }
-        for (addr, channel) in leave {
+        for (addr, kind, channel) in leave {
             if let Some(node) = self.nodes.get(&addr) {
                 let _ = node
                     .commands
-                    .send(encode(&[&[b"SUNSUBSCRIBE", &channel[..]]]));
+                    .send(encode(&[&[kind.unsubscribe().as_bytes(), &channel[..]]]));
             }
         }
         let mut last = None;
-        for (addr, _slot, members) in wanted {
+        for (addr, _slot, kind, members) in wanted {
             let commands = match self.node(&addr).await {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -416,7 +567,7 @@ impl Subscriber {
             };
             // One slot per SSUBSCRIBE: never a cross-slot one.
             let mut bytes = BytesMut::new();
-            let mut args: Vec<&[u8]> = vec![b"SSUBSCRIBE"];
+            let mut args: Vec<&[u8]> = vec![kind.subscribe().as_bytes()];
             args.extend(members.iter().map(|&i| &self.channels[i].name[..]));
             encode_into(&mut bytes, &args);
             if commands.send(bytes.freeze()).is_err() {
@@ -479,7 +630,7 @@ fn lost_connection(addr: &str, e: &ConnError) -> Error {
 async fn listen(
     stream: crate::conn::Stream,
     mut commands: mpsc::UnboundedReceiver<Bytes>,
-    frames: mpsc::UnboundedSender<(Arc<str>, Result<BytesFrame, ConnError>)>,
+    frames: mpsc::UnboundedSender<(Arc<str>, Result<Frame, ConnError>)>,
     addr: Arc<str>,
     limits: Limits,
 ) {

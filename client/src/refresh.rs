@@ -7,10 +7,9 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use redis_protocol::resp2::types::BytesFrame;
 use tracing::Instrument;
 
-use crate::codec::encode;
+use crate::codec::{encode, Frame};
 use crate::conn::ConnError;
 use crate::gate::{choose_map, slots_covered, Refreshed};
 use crate::inner::Inner;
@@ -233,8 +232,7 @@ impl Inner {
         let timeout = self.config.attempt_timeout;
         let conn = node.connection(timeout, &self.config.conn).await?;
         let ask = |args: &[&[u8]]| conn.request(encode(&[args]), 1, timeout);
-        let first =
-            |mut frames: Vec<BytesFrame>| frames.pop().map(from_frame).unwrap_or(Value::Nil);
+        let first = |mut frames: Vec<Frame>| frames.pop().map(from_frame).unwrap_or(Value::Nil);
         let unusable = |e: &dyn std::fmt::Display| FetchError::Map(e.to_string());
         match first(ask(&[b"CLUSTER", b"SHARDS"]).await?) {
             // Before Redis 7: no CLUSTER SHARDS.

@@ -3,20 +3,20 @@
 //! routing ([`classify`], a pure function: the request driver only acts
 //! on it).
 
-use redis_protocol::resp2::types::BytesFrame;
 use smallvec::SmallVec;
 use zaris_core::{parse_error_reply, ErrorReply, KvStatus};
 
+use crate::codec::Frame;
 use crate::topology::{address, host_of};
 use crate::Error;
 
 /// The replies of one request: one, or two for a write with `WAIT`, kept
 /// inline.
-pub(crate) type Replies = SmallVec<[BytesFrame; 2]>;
+pub(crate) type Replies = SmallVec<[Frame; 2]>;
 
 /// A lent reply, taken (a nil left in its place).
-pub(crate) fn take_frame(frame: &mut BytesFrame) -> BytesFrame {
-    std::mem::replace(frame, BytesFrame::Null)
+pub(crate) fn take_frame(frame: &mut Frame) -> Frame {
+    std::mem::replace(frame, Frame::Null)
 }
 
 /// What a reply means for routing.
@@ -39,8 +39,8 @@ pub(crate) enum Classified {
 
 /// What the first reply of a request means, coming from the node at
 /// `from` (whose host stands in for an empty one in a redirect).
-pub(crate) fn classify(reply: &BytesFrame, from: &str) -> Classified {
-    let BytesFrame::Error(message) = reply else {
+pub(crate) fn classify(reply: &Frame, from: &str) -> Classified {
+    let Frame::Error(message) = reply else {
         return Classified::Answer;
     };
     match parse_error_reply(message.as_bytes()) {
@@ -59,9 +59,9 @@ pub(crate) fn classify(reply: &BytesFrame, from: &str) -> Classified {
     }
 }
 
-pub(crate) fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
+pub(crate) fn unexpected(command: &'static str, reply: &Frame) -> Error {
     match reply {
-        BytesFrame::Error(e) => Error::Server(e.to_string()),
+        Frame::Error(e) => Error::Server(e.to_string()),
         other => Error::UnexpectedReply {
             command,
             reply: format!("{other:?}"),
@@ -69,16 +69,16 @@ pub(crate) fn unexpected(command: &'static str, reply: &BytesFrame) -> Error {
     }
 }
 
-pub(crate) fn expect_ok(command: &'static str, reply: &BytesFrame) -> Result<(), Error> {
+pub(crate) fn expect_ok(command: &'static str, reply: &Frame) -> Result<(), Error> {
     match reply {
-        BytesFrame::SimpleString(s) if &s[..] == b"OK" => Ok(()),
+        Frame::SimpleString(s) if &s[..] == b"OK" => Ok(()),
         other => Err(unexpected(command, other)),
     }
 }
 
-pub(crate) fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, Error> {
+pub(crate) fn integer(command: &'static str, reply: &Frame) -> Result<i64, Error> {
     match reply {
-        BytesFrame::Integer(n) => Ok(*n),
+        Frame::Integer(n) => Ok(*n),
         other => Err(unexpected(command, other)),
     }
 }
@@ -87,15 +87,15 @@ pub(crate) fn integer(command: &'static str, reply: &BytesFrame) -> Result<i64, 
 mod tests {
     use super::*;
 
-    fn error(text: &'static str) -> BytesFrame {
-        BytesFrame::Error(text.into())
+    fn error(text: &'static str) -> Frame {
+        Frame::Error(text.into())
     }
 
     #[test]
     fn replies_are_classified_without_a_socket() {
         let from = "10.0.0.1:7000";
-        assert_eq!(classify(&BytesFrame::Integer(1), from), Classified::Answer);
-        assert_eq!(classify(&BytesFrame::Null, from), Classified::Answer);
+        assert_eq!(classify(&Frame::Integer(1), from), Classified::Answer);
+        assert_eq!(classify(&Frame::Null, from), Classified::Answer);
         assert_eq!(
             classify(&error("MOVED 3999 127.0.0.1:6381"), from),
             Classified::Moved {

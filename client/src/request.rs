@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
-use redis_protocol::resp2::types::BytesFrame;
 use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
@@ -18,10 +17,12 @@ use zaris_core::{
     Decision, KvStatus, Outcome, RetryLoop, RouteError, StopReason, TransportFailure,
 };
 
+use crate::codec::Frame;
 use crate::config::ReadFrom;
 use crate::conn::ConnError;
 use crate::gate::Refreshed;
 use crate::inner::Inner;
+use crate::metrics;
 use crate::ownership::Revealed;
 use crate::pool::Node;
 use crate::reply::{classify, take_frame, Classified, Replies};
@@ -189,8 +190,13 @@ impl Inner {
     pub(crate) async fn execute_all<R: Requests + ?Sized>(
         self: &Arc<Self>,
         requests: &R,
-        mut deliver: impl FnMut(usize, Result<&mut [BytesFrame], Error>),
+        mut deliver: impl FnMut(usize, Result<&mut [Frame], Error>),
     ) {
+        let mut deliver = |i: usize, result: Result<&mut [Frame], Error>| {
+            let outcome = result.as_ref().map_or_else(Error::kind, |_| "ok");
+            metrics::request(requests.name(i), outcome);
+            deliver(i, result);
+        };
         let started = Instant::now();
         let mut round: SmallVec<[InFlight; 1]> = (0..requests.count())
             .map(|index| InFlight {
@@ -530,7 +536,7 @@ impl Inner {
         requests: &R,
         round: &[InFlight],
         started: Instant,
-    ) -> Result<Vec<BytesFrame>, ConnError> {
+    ) -> Result<Vec<Frame>, ConnError> {
         let until = Instant::now() + self.attempt_time(batch, round, started);
         let slots: SmallVec<[u16; 1]> = batch
             .members
@@ -656,7 +662,7 @@ impl Inner {
         round: &[InFlight],
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<BytesFrame>, ConnError> {
+    ) -> Result<Vec<Frame>, ConnError> {
         let index = |at: usize| round[at].index;
         let timeout = until.saturating_duration_since(Instant::now());
         // One request alone is sent as it is, without a copy.
@@ -701,7 +707,7 @@ impl Inner {
         replies: usize,
         timeout: Duration,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<BytesFrame>, ConnError> {
+    ) -> Result<Vec<Frame>, ConnError> {
         if batch.dedicated {
             // Connecting may not take the whole wait.
             let connect = timeout.min(self.config.attempt_timeout);
@@ -710,18 +716,20 @@ impl Inner {
             batch.node.give_back(conn);
             Ok(frames)
         } else {
+            let began = Instant::now();
             let sent = async {
                 let conn = batch.node.connection(timeout, &self.config.conn).await?;
                 conn.request_in(bytes, replies, timeout, room).await
             }
             .await;
             batch.node.note_reply(&sent);
+            metrics::attempt(&batch.node.addr, began.elapsed(), batch.node.in_flight());
             sent
         }
     }
 
     /// What the replies of an attempt on `node` come to.
-    pub(crate) fn judge(&self, frames: &[BytesFrame], node: &Node) -> Verdict {
+    pub(crate) fn judge(&self, frames: &[Frame], node: &Node) -> Verdict {
         let Some(first) = frames.first() else {
             return Verdict::Fatal(Error::Protocol {
                 node: node.addr.to_string(),
@@ -750,7 +758,7 @@ impl Inner {
                 stale_map: false,
                 outcome: Outcome::Status(status),
                 detail: match first {
-                    BytesFrame::Error(message) => message.to_string(),
+                    Frame::Error(message) => message.to_string(),
                     _ => String::new(),
                 },
             }),
@@ -768,6 +776,7 @@ impl Inner {
     /// other nodes first. The failure the retry loop gets.
     pub(crate) fn moved(&self, slot: u16, from: &str, to: &str) -> Failure {
         Counters::bump(&self.counters.moved_redirects);
+        metrics::redirect("moved");
         let looped = self.redirects.note(slot, from, to);
         if looped {
             Counters::bump(&self.counters.redirect_loops);
@@ -836,12 +845,19 @@ impl Inner {
             )),
             Decision::FollowAsk => {
                 Counters::bump(&self.counters.ask_redirects);
+                metrics::redirect("ask");
                 Ok(Wait::default())
             }
             Decision::Retry { refresh_map, delay } => {
                 match outcome {
-                    Outcome::Status(status) => self.counters.retried(status),
-                    _ => Counters::bump(&self.counters.retries_after_transport_failure),
+                    Outcome::Status(status) => {
+                        self.counters.retried(status);
+                        metrics::retry(status.name());
+                    }
+                    _ => {
+                        Counters::bump(&self.counters.retries_after_transport_failure);
+                        metrics::retry("transport");
+                    }
                 }
                 state.ask = None;
                 tracing::debug!(?outcome, refresh_map, ?delay, %detail, "retrying");

@@ -69,6 +69,8 @@ pub(crate) trait Requests {
     fn count(&self) -> usize;
     /// Where it goes.
     fn route(&self, i: usize) -> &Route;
+    /// The command's name (for metrics).
+    fn name(&self, i: usize) -> &'static str;
     /// The request's encoded bytes.
     fn bytes(&self, i: usize) -> &[u8];
     /// The same, shared (sent as is when the request goes alone).
@@ -86,6 +88,10 @@ impl Requests for [(Route, Packed)] {
 
     fn route(&self, i: usize) -> &Route {
         &self[i].0
+    }
+
+    fn name(&self, i: usize) -> &'static str {
+        self[i].1.name
     }
 
     fn bytes(&self, i: usize) -> &[u8] {

@@ -21,22 +21,22 @@
 //!
 //! Every key present for the whole scan is returned at least once; a key
 //! in a slot scanned twice may come twice. Memory is one batch (and a bit
-//! per slot), whatever the size of the keyspace: the stream holds one batch
+//! per slot), whatever the size of the keyspace: the stream reads nothing
 //! ahead of its reader.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
-use tokio::sync::mpsc;
 use zaris_core::{parse_cluster_nodes, slot_for_key, SlotEntry, SLOT_COUNT};
 
+use crate::codec::Frame;
 use crate::inner::Inner;
 use crate::pool::Node;
-use crate::reply::unexpected;
-use crate::route::{pack, Route};
+use crate::reply::{unexpected, Replies};
+use crate::route::{pack, Packed, Route};
 use crate::stats::{Counters, RefreshCause};
 use crate::{Client, Error};
 
@@ -57,17 +57,18 @@ pub struct ScanOptions {
     pub type_: Option<String>,
 }
 
-/// The key batches of a [`Client::scan`], as a `Stream`; the scan runs as
-/// its reader reads, one batch ahead, and stops when it is dropped.
+/// The key batches of a [`Client::scan`], as a `Stream`. The scan runs as
+/// its reader reads: one `SCAN` call (or a node's `CLUSTER NODES`) per batch
+/// asked for, nothing ahead; dropping it ends the scan.
 pub struct Scan {
-    batches: mpsc::Receiver<Result<Vec<Bytes>, Error>>,
+    batches: Pin<Box<dyn futures_core::Stream<Item = Result<Vec<Bytes>, Error>> + Send>>,
 }
 
 impl futures_core::Stream for Scan {
     type Item = Result<Vec<Bytes>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.batches.poll_recv(cx)
+        self.batches.as_mut().poll_next(cx)
     }
 }
 
@@ -75,7 +76,7 @@ impl Scan {
     /// The next batch; `None` once every slot is covered (or after the
     /// error that ended the scan).
     pub async fn next(&mut self) -> Option<Result<Vec<Bytes>, Error>> {
-        self.batches.recv().await
+        futures_util::StreamExt::next(self).await
     }
 }
 
@@ -101,61 +102,153 @@ impl Client {
     /// ```
     #[must_use]
     pub fn scan(&self, options: ScanOptions) -> Scan {
-        let (to, batches) = mpsc::channel(1);
-        let inner = self.inner.clone();
-        tokio::spawn(async move {
-            if let Err(e) = run(&inner, &options, &to).await {
-                let _ = to.send(Err(e)).await;
+        let state = Scanning {
+            inner: self.inner.clone(),
+            options,
+            covered: SlotSet::default(),
+            pass: 0,
+            work: Vec::new(),
+            node: None,
+            done: false,
+        };
+        let batches = futures_util::stream::unfold(state, |mut state| async move {
+            if state.done {
+                return None;
             }
+            let next = state.next_batch().await;
+            state.done = !matches!(next, Some(Ok(_)));
+            next.map(|batch| (batch, state))
         });
-        Scan { batches }
+        Scan {
+            batches: Box::pin(batches),
+        }
     }
 }
 
-/// The scan's task: passes until every assigned slot is covered. `Ok`
-/// also when the reader has gone.
-async fn run(
-    inner: &Arc<Inner>,
-    options: &ScanOptions,
-    to: &mpsc::Sender<Result<Vec<Bytes>, Error>>,
-) -> Result<(), Error> {
-    let mut covered = SlotSet::default();
-    for pass in 0..MAX_SCAN_PASSES {
-        if pass > 0 {
-            let wait = inner.config.refresh_wait;
-            let soon = std::time::Instant::now();
-            inner
-                .refresh_next(RefreshCause::Requested, wait, soon, None)
-                .await;
-        }
-        let work = owners_of_uncovered(inner, &covered);
-        if work.is_empty() {
-            return Ok(());
-        }
-        for (node, slots) in work {
-            if pass > 0 {
-                Counters::bump(&inner.counters.scan_rescans);
-            }
-            match scan_node(inner, &node, &slots, options, to).await {
-                Ok(Some(done)) => covered.add(&done),
-                Ok(None) => return Ok(()), // the reader has gone
-                Err(e) => {
-                    tracing::info!(node = %node.addr, error = %e, "scan of a node cut short: its slots go again");
+/// Where a scan is.
+struct Scanning {
+    inner: Arc<Inner>,
+    options: ScanOptions,
+    /// Slots a node scan covered (see [`NodeView::covered`]).
+    covered: SlotSet,
+    /// Passes started.
+    pass: u32,
+    /// This pass's nodes still to scan, each for its slots.
+    work: Vec<(Arc<Node>, SlotSet)>,
+    /// The node being scanned now.
+    node: Option<NodeScan>,
+    done: bool,
+}
+
+/// One node's scan under way.
+struct NodeScan {
+    node: Arc<Node>,
+    slots: SlotSet,
+    before: NodeView,
+    cursor: Bytes,
+}
+
+impl Scanning {
+    /// The next non-empty batch; `None` when every assigned slot is
+    /// covered; the error that ends the scan.
+    async fn next_batch(&mut self) -> Option<Result<Vec<Bytes>, Error>> {
+        loop {
+            if let Some(scan) = &mut self.node {
+                match step(&self.inner, scan, &self.options).await {
+                    Ok((keys, finished)) => {
+                        if finished {
+                            let scan = self.node.take().expect("a node scan");
+                            match view_of(&self.inner, &scan.node).await {
+                                Ok(after) => {
+                                    self.covered.add(&scan.before.covered(&after, &scan.slots));
+                                }
+                                Err(e) => cut_short(&scan.node, &e),
+                            }
+                        }
+                        if !keys.is_empty() {
+                            return Some(Ok(keys));
+                        }
+                    }
+                    Err(e) => {
+                        cut_short(&scan.node, &e);
+                        self.node = None;
+                    }
                 }
+                continue;
+            }
+            if let Some((node, slots)) = self.work.pop() {
+                if self.pass > 1 {
+                    Counters::bump(&self.inner.counters.scan_rescans);
+                }
+                match view_of(&self.inner, &node).await {
+                    Ok(before) => {
+                        self.node = Some(NodeScan {
+                            node,
+                            slots,
+                            before,
+                            cursor: Bytes::from_static(b"0"),
+                        });
+                    }
+                    Err(e) => cut_short(&node, &e),
+                }
+                continue;
+            }
+            if self.pass > 0 {
+                if self.pass == MAX_SCAN_PASSES {
+                    let uncovered = owners_of_uncovered(&self.inner, &self.covered)
+                        .iter()
+                        .map(|(_, slots)| slots.count())
+                        .sum();
+                    return (uncovered > 0).then_some(Err(Error::ScanIncomplete {
+                        uncovered,
+                        passes: MAX_SCAN_PASSES,
+                    }));
+                }
+                // Another pass, on the next map the refresh interval allows.
+                let wait = self.inner.config.refresh_wait;
+                self.inner
+                    .refresh_next(RefreshCause::Requested, wait, Instant::now(), None)
+                    .await;
+            }
+            self.pass += 1;
+            self.work = owners_of_uncovered(&self.inner, &self.covered);
+            if self.work.is_empty() {
+                return None;
             }
         }
     }
-    let uncovered = owners_of_uncovered(inner, &covered)
-        .iter()
-        .map(|(_, slots)| slots.count())
-        .sum();
-    if uncovered == 0 {
-        return Ok(());
+}
+
+/// A node's scan given up (its slots go again next pass).
+fn cut_short(node: &Node, error: &Error) {
+    tracing::info!(node = %node.addr, %error, "scan of a node cut short: its slots go again");
+}
+
+/// One `SCAN` call of a node's scan: the keys of its slots, and whether
+/// its cursor came back to 0.
+async fn step(
+    inner: &Arc<Inner>,
+    scan: &mut NodeScan,
+    options: &ScanOptions,
+) -> Result<(Vec<Bytes>, bool), Error> {
+    let count = options.count.unwrap_or(1000).max(1).to_string();
+    let mut args: Vec<&[u8]> = vec![b"SCAN", &scan.cursor];
+    if let Some(pattern) = &options.pattern {
+        args.extend([&b"MATCH"[..], pattern.as_bytes()]);
     }
-    Err(Error::ScanIncomplete {
-        uncovered,
-        passes: MAX_SCAN_PASSES,
-    })
+    args.extend([&b"COUNT"[..], count.as_bytes()]);
+    if let Some(type_) = &options.type_ {
+        args.extend([&b"TYPE"[..], type_.as_bytes()]);
+    }
+    let frames = on_node(inner, &scan.node, pack("SCAN", &[&args])).await?;
+    let (next, keys) = scan_reply(&frames[0])?;
+    let mine = keys
+        .into_iter()
+        .filter(|k| scan.slots.contains(slot_for_key(k)))
+        .collect();
+    let finished = &next[..] == b"0";
+    scan.cursor = next;
+    Ok((mine, finished))
 }
 
 /// The slots the map assigns and `covered` lacks, by owner.
@@ -181,59 +274,35 @@ fn owners_of_uncovered(inner: &Inner, covered: &SlotSet) -> Vec<(Arc<Node>, Slot
     work
 }
 
-/// One node's keys of `slots`, through to its cursor's end; the slots the
-/// scan covered (`None`: the reader has gone).
-async fn scan_node(
-    inner: &Arc<Inner>,
-    node: &Arc<Node>,
-    slots: &SlotSet,
-    options: &ScanOptions,
-    to: &mpsc::Sender<Result<Vec<Bytes>, Error>>,
-) -> Result<Option<SlotSet>, Error> {
-    let before = view_of(inner, node).await?;
-    let count = options.count.unwrap_or(1000).max(1).to_string();
-    let mut cursor = Bytes::from_static(b"0");
-    loop {
-        let mut args: Vec<&[u8]> = vec![b"SCAN", &cursor];
-        if let Some(pattern) = &options.pattern {
-            args.extend([&b"MATCH"[..], pattern.as_bytes()]);
-        }
-        args.extend([&b"COUNT"[..], count.as_bytes()]);
-        if let Some(type_) = &options.type_ {
-            args.extend([&b"TYPE"[..], type_.as_bytes()]);
-        }
-        let frames = inner
-            .execute(Route::Node(node.clone()), pack("SCAN", &[&args]))
-            .await?;
-        let (next, keys) = scan_reply(&frames[0])?;
-        let mine: Vec<Bytes> = keys
-            .into_iter()
-            .filter(|k| slots.contains(slot_for_key(k)))
-            .collect();
-        if !mine.is_empty() && to.send(Ok(mine)).await.is_err() {
-            return Ok(None);
-        }
-        if &next[..] == b"0" {
-            break;
-        }
-        cursor = next;
+/// `command` on `node`, under the retry rules but for one attempt's time
+/// and a second at most: a node that is gone (killed, failed over) costs
+/// the scan that, not the whole retry budget; its slots go again next pass,
+/// on their new owner. (A read: giving up on it loses nothing.)
+async fn on_node(inner: &Arc<Inner>, node: &Arc<Node>, command: Packed) -> Result<Replies, Error> {
+    let bound = inner.config.attempt_timeout + Duration::from_secs(1);
+    match tokio::time::timeout(bound, inner.execute(Route::Node(node.clone()), command)).await {
+        Ok(replies) => replies,
+        Err(_) => Err(Error::Transport {
+            failure: zaris_core::TransportFailure::TimedOut,
+            detail: format!("{}: no answer to the scan within {bound:?}", node.addr),
+            attempts: 1,
+            stop: zaris_core::StopReason::DeadlineReached,
+        }),
     }
-    let after = view_of(inner, node).await?;
-    Ok(Some(before.covered(&after, slots)))
 }
 
 /// A `SCAN` reply: the next cursor and the keys.
-fn scan_reply(reply: &BytesFrame) -> Result<(Bytes, Vec<Bytes>), Error> {
-    let BytesFrame::Array(parts) = reply else {
+fn scan_reply(reply: &Frame) -> Result<(Bytes, Vec<Bytes>), Error> {
+    let Frame::Array(parts) = reply else {
         return Err(unexpected("SCAN", reply));
     };
-    let [BytesFrame::BulkString(next), BytesFrame::Array(batch)] = parts.as_slice() else {
+    let [Frame::BulkString(next), Frame::Array(batch)] = parts.as_slice() else {
         return Err(unexpected("SCAN", reply));
     };
     let keys = batch
         .iter()
         .map(|k| match k {
-            BytesFrame::BulkString(k) => Ok(k.clone()),
+            Frame::BulkString(k) => Ok(k.clone()),
             other => Err(unexpected("SCAN", other)),
         })
         .collect::<Result<_, _>>()?;
@@ -298,19 +367,12 @@ impl NodeView {
 
 /// `node`'s view of itself.
 async fn view_of(inner: &Arc<Inner>, node: &Arc<Node>) -> Result<NodeView, Error> {
-    let frames = inner
-        .execute(
-            Route::Node(node.clone()),
-            pack("CLUSTER", &[&[b"CLUSTER", b"NODES"]]),
-        )
-        .await?;
-    match &frames[0] {
-        BytesFrame::BulkString(text) => std::str::from_utf8(text)
-            .ok()
-            .and_then(NodeView::parse)
-            .ok_or_else(|| unexpected("CLUSTER NODES", &frames[0])),
-        other => Err(unexpected("CLUSTER NODES", other)),
-    }
+    let frames = on_node(inner, node, pack("CLUSTER", &[&[b"CLUSTER", b"NODES"]])).await?;
+    frames[0]
+        .text()
+        .and_then(|text| std::str::from_utf8(text).ok())
+        .and_then(NodeView::parse)
+        .ok_or_else(|| unexpected("CLUSTER NODES", &frames[0]))
 }
 
 /// A set of slots, a bit each.

@@ -124,6 +124,14 @@ impl Snapshot {
         })
     }
 
+    /// Whether the node at `addr` is in the map, as an owner or a replica.
+    pub(crate) fn knows(&self, addr: &str) -> bool {
+        self.owners
+            .iter()
+            .chain(self.replicas.iter().flatten())
+            .any(|n| *n.addr == *addr)
+    }
+
     /// The distinct owners, in slot order: the targets of a fan-out.
     pub(crate) fn active_owners(&self) -> Vec<Arc<Node>> {
         let mut seen: Vec<Arc<Node>> = Vec::new();

@@ -34,6 +34,19 @@ impl RefreshCause {
         RefreshCause::Requested,
     ];
 
+    /// Its name, as the metrics label it (`moved`, `failure`,
+    /// `redirect_loop`, `poll`, `requested`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            RefreshCause::Moved => "moved",
+            RefreshCause::Failure => "failure",
+            RefreshCause::RedirectLoop => "redirect_loop",
+            RefreshCause::Poll => "poll",
+            RefreshCause::Requested => "requested",
+        }
+    }
+
     fn index(self) -> usize {
         Self::ALL.iter().position(|c| *c == self).unwrap_or(0)
     }
@@ -70,6 +83,7 @@ impl Counters {
     pub(crate) fn refresh_started(&self, cause: RefreshCause) {
         Self::bump(&self.refreshes_started);
         Self::bump(&self.refreshes_by_cause[cause.index()]);
+        crate::metrics::refresh(cause.name());
     }
 
     pub(crate) fn retried(&self, status: KvStatus) {

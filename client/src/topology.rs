@@ -212,8 +212,15 @@ pub(crate) fn parse_cluster_slots(reply: &Value, asked: &str) -> Result<Vec<Slot
         .collect()
 }
 
-/// A RESP2 flattened map (`[k1, v1, k2, v2, ...]`) by key.
+/// A map by key: a RESP3 map, or a RESP2 flattened one (`[k1, v1, k2,
+/// v2, ...]`).
 fn map_fields(value: &Value) -> Result<HashMap<&str, &Value>, MapError> {
+    if let Value::Map(pairs) = value {
+        return pairs
+            .iter()
+            .map(|(k, v)| Ok((text(k).ok_or_else(|| bad("non-text key"))?, v)))
+            .collect();
+    }
     let Value::Array(items) = value else {
         return Err(bad("expected a key/value list"));
     };

@@ -15,10 +15,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis_protocol::resp2::types::BytesFrame;
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 
-use crate::codec::encode;
+use crate::codec::{encode, Frame};
 use crate::conn::{ConnError, Connection};
 use crate::inner::Inner;
 use crate::pool::Node;
@@ -198,7 +197,7 @@ impl Watched {
             .request(encode(&[&args]), 1, self.timeout)
             .await
             .map_err(|e| conn_error(e, &self.addr))?;
-        let first = frames.into_iter().next().unwrap_or(BytesFrame::Null);
+        let first = frames.into_iter().next().unwrap_or(Frame::Null);
         match classify(&first, &self.addr) {
             Classified::Answer => Ok(from_frame(first)),
             Classified::Auth(detail) => Err(Error::Auth {
@@ -375,14 +374,14 @@ async fn run_block(
         });
     };
     match exec {
-        BytesFrame::Array(values) => Ran::Applied(values.iter().cloned().map(from_frame).collect()),
-        BytesFrame::Null => Ran::WatchedChanged,
-        BytesFrame::Error(_) => {
+        Frame::Array(values) => Ran::Applied(values.iter().cloned().map(from_frame).collect()),
+        Frame::Null => Ran::WatchedChanged,
+        Frame::Error(_) => {
             // EXECABORT: a queued command was refused; the first refusal
             // says why (a redirect: nothing applied, the block goes again).
             let refused = frames[..frames.len() - 1]
                 .iter()
-                .find(|f| matches!(f, BytesFrame::Error(_)))
+                .find(|f| matches!(f, Frame::Error(_)))
                 .unwrap_or(exec);
             match classify(refused, addr) {
                 Classified::Answer => Ran::Fatal(Error::Protocol {

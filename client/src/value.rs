@@ -2,10 +2,14 @@
 //! through, so a new major version of it changes nothing for callers.
 
 use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
 
-/// A reply to [`crate::Client::cmd`], a pipeline or a transaction.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A reply to [`crate::Client::cmd`], a pipeline or a transaction. The
+/// RESP3 kinds (`Map`, `Set`, `Double`, `Boolean`, `BigNumber`,
+/// `Verbatim`) come from a client built with `Builder::protocol(Resp3)`;
+/// over RESP2 the same replies are arrays, strings and integers
+/// ([`Value::into_map`] reads a map either way).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Value {
     /// Null (a missing key, a timed-out blocking pop).
     Nil,
@@ -20,14 +24,59 @@ pub enum Value {
     /// An error nested in an array (a failed command of a transaction); a
     /// top-level error reply is [`crate::Error::Server`] instead.
     Error(String),
+    /// A map (RESP3 `%`: `HGETALL`, `CONFIG GET`), pairs in the order sent.
+    Map(Vec<(Value, Value)>),
+    /// A set (RESP3 `~`: `SMEMBERS`).
+    Set(Vec<Value>),
+    /// A double (RESP3 `,`: `ZSCORE`, `INCRBYFLOAT`).
+    Double(f64),
+    /// A boolean (RESP3 `#`: a script's `true`).
+    Boolean(bool),
+    /// An integer too large for `i64` (RESP3 `(`), as its digits.
+    BigNumber(String),
+    /// Text with its format (RESP3 `=`: `txt`, `mkd`; `INFO`, `LATENCY DOCTOR`).
+    Verbatim {
+        /// The format, three letters.
+        format: String,
+        /// The text.
+        text: Bytes,
+    },
 }
 
 impl Value {
-    /// The bytes of a bulk or simple string.
+    /// The bytes of a bulk, simple or verbatim string.
     #[must_use]
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
-            Value::Data(b) | Value::Status(b) => Some(b),
+            Value::Data(b) | Value::Status(b) | Value::Verbatim { text: b, .. } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The double, or a bulk string that spells one (`ZSCORE` over RESP2).
+    #[must_use]
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Double(d) => Some(*d),
+            Value::Data(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// A map's pairs: a RESP3 map's, or a RESP2 flat array's taken two by
+    /// two (`HGETALL` either way); `None` for anything else.
+    #[must_use]
+    pub fn into_map(self) -> Option<Vec<(Value, Value)>> {
+        match self {
+            Value::Map(pairs) => Some(pairs),
+            Value::Array(items) if items.len() % 2 == 0 => {
+                let mut items = items.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                    pairs.push((k, v));
+                }
+                Some(pairs)
+            }
             _ => None,
         }
     }
@@ -52,22 +101,40 @@ impl Value {
     #[must_use]
     pub fn into_array(self) -> Vec<Value> {
         match self {
-            Value::Array(items) => items,
+            Value::Array(items) | Value::Set(items) => items,
             Value::Nil => Vec::new(),
             other => vec![other],
         }
     }
 }
 
+use crate::codec::Frame;
+
 /// A frame off the wire as a [`Value`].
-pub(crate) fn from_frame(frame: BytesFrame) -> Value {
+pub(crate) fn from_frame(frame: Frame) -> Value {
     match frame {
-        BytesFrame::Null => Value::Nil,
-        BytesFrame::Integer(i) => Value::Int(i),
-        BytesFrame::BulkString(b) => Value::Data(b),
-        BytesFrame::SimpleString(s) => Value::Status(s),
-        BytesFrame::Array(items) => Value::Array(items.into_iter().map(from_frame).collect()),
-        BytesFrame::Error(e) => Value::Error(e.to_string()),
+        Frame::Null => Value::Nil,
+        Frame::Integer(i) => Value::Int(i),
+        Frame::BulkString(b) => Value::Data(b),
+        Frame::SimpleString(s) => Value::Status(s),
+        Frame::Array(items) => Value::Array(items.into_iter().map(from_frame).collect()),
+        Frame::Error(e) => Value::Error(e.to_string()),
+        Frame::Map(pairs) => Value::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (from_frame(k), from_frame(v)))
+                .collect(),
+        ),
+        Frame::Set(items) => Value::Set(items.into_iter().map(from_frame).collect()),
+        Frame::Double(d) => Value::Double(d),
+        Frame::Boolean(b) => Value::Boolean(b),
+        Frame::BigNumber(n) => Value::BigNumber(String::from_utf8_lossy(&n).into_owned()),
+        Frame::Verbatim { format, text } => Value::Verbatim {
+            format: String::from_utf8_lossy(&format).into_owned(),
+            text,
+        },
+        // Out of band: never a reply; kept whole if one gets here.
+        Frame::Push(items) => Value::Array(items.into_iter().map(from_frame).collect()),
     }
 }
 
@@ -77,12 +144,12 @@ mod tests {
 
     #[test]
     fn frames_become_values() {
-        let frame = BytesFrame::Array(vec![
-            BytesFrame::Integer(3),
-            BytesFrame::BulkString("12".into()),
-            BytesFrame::SimpleString("OK".into()),
-            BytesFrame::Null,
-            BytesFrame::Error("WRONGTYPE no".into()),
+        let frame = Frame::Array(vec![
+            Frame::Integer(3),
+            Frame::BulkString("12".into()),
+            Frame::SimpleString("OK".into()),
+            Frame::Null,
+            Frame::Error("WRONGTYPE no".into()),
         ]);
         let items = from_frame(frame).into_array();
         assert_eq!(items[0].as_int(), Some(3));
@@ -92,5 +159,37 @@ mod tests {
         assert_eq!(items[3], Value::Nil);
         assert_eq!(items[4], Value::Error("WRONGTYPE no".into()));
         assert!(Value::Nil.into_array().is_empty());
+    }
+
+    #[test]
+    fn resp3_frames_become_values_and_maps_read_either_way() {
+        let map = from_frame(Frame::Map(vec![(
+            Frame::BulkString("f".into()),
+            Frame::Double(1.5),
+        )]));
+        assert_eq!(
+            map,
+            Value::Map(vec![(Value::Data("f".into()), Value::Double(1.5))])
+        );
+        let flat = from_frame(Frame::Array(vec![
+            Frame::BulkString("f".into()),
+            Frame::BulkString("1.5".into()),
+        ]));
+        let (k, v) = flat.into_map().unwrap().remove(0);
+        assert_eq!((k.as_bytes(), v.as_f64()), (Some(&b"f"[..]), Some(1.5)));
+        assert_eq!(map.into_map().unwrap()[0].1.as_f64(), Some(1.5));
+        let verbatim = from_frame(Frame::Verbatim {
+            format: "txt".into(),
+            text: "hi".into(),
+        });
+        assert_eq!(verbatim.as_bytes(), Some(&b"hi"[..]));
+        assert_eq!(
+            from_frame(Frame::BigNumber("123".into())),
+            Value::BigNumber("123".into())
+        );
+        assert_eq!(
+            from_frame(Frame::Set(vec![Frame::Boolean(true)])).into_array(),
+            [Value::Boolean(true)]
+        );
     }
 }

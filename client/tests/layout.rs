@@ -18,6 +18,7 @@ const BELOW_THE_STATE: &[&str] = &[
     "config",
     "error",
     "gate",
+    "metrics",
     "ownership",
     "pool",
     "reply",

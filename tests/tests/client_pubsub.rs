@@ -1,10 +1,13 @@
-//! Sharded pub/sub through churn, on real clusters (3 masters with a
-//! replica each): publishers and a subscriber run while the cluster goes
-//! through a manual failover, a slot migration and a `kill -9` of a master.
-//! After each, the subscription is back on the new owners by itself with a
-//! gap notice per interrupted channel; every message whose `SPUBLISH`
-//! reached the subscriber's node outside a gap is received, in order per
-//! channel; no `SSUBSCRIBE` ever spans two slots.
+//! Pub/sub through churn, sharded (`SSUBSCRIBE`/`SPUBLISH`) and classic
+//! (`SUBSCRIBE`/`PUBLISH`, with a `PSUBSCRIBE` alongside), on real clusters
+//! (3 masters with a replica each): publishers and a subscriber run while
+//! the cluster goes through a manual failover, a slot migration and a
+//! `kill -9` of a master. After each, the subscription is back on the new
+//! owners by itself with a gap notice per interrupted channel; every
+//! message whose publish reached the subscriber's node outside a gap is
+//! received, in order per channel; no `SSUBSCRIBE` ever spans two slots.
+//! The pattern subscription gets every channel's messages in order, and
+//! the last one of each.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,12 +47,18 @@ fn errorstats(cluster: &Cluster) -> String {
 #[test]
 fn subscriptions_survive_failover_migration_and_kill() {
     for server in servers_under_test() {
-        churn(&server);
+        churn(&server, false);
+        churn(&server, true);
     }
 }
 
-fn churn(server: &str) {
-    let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
+/// Pattern messages per channel, in arrival order.
+type ByPattern = Arc<Mutex<HashMap<String, Vec<u64>>>>;
+
+fn churn(binary: &str, classic: bool) {
+    let label = format!("{binary} {}", if classic { "classic" } else { "sharded" });
+    let server = label.as_str();
+    let mut cluster = Cluster::start(binary, 3, 1).expect("cluster");
     let rt = runtime();
     let seeds = cluster.addrs();
     let builder = || {
@@ -65,8 +74,42 @@ fn churn(server: &str) {
     let mut channels: Vec<String> = (0..24).map(|i| format!("news:{i}")).collect();
     channels.extend((0..6).map(|i| format!("{{room}}:{i}")));
     let mut subscription = rt
-        .block_on(subscriber.ssubscribe(&channels))
-        .expect("ssubscribe");
+        .block_on(async {
+            if classic {
+                subscriber.subscribe(&channels).await
+            } else {
+                subscriber.ssubscribe(&channels).await
+            }
+        })
+        .expect("subscribe");
+    // Classic: a pattern subscription too, over every news channel.
+    let by_pattern: ByPattern = Arc::default();
+    let patterns = classic.then(|| {
+        let mut patterns = rt
+            .block_on(subscriber.psubscribe(&["news:*"]))
+            .expect("psubscribe");
+        let by_pattern = by_pattern.clone();
+        rt.spawn(async move {
+            while let Some(event) = patterns.next().await {
+                if let Received::PatternMessage {
+                    pattern,
+                    channel,
+                    payload,
+                } = event
+                {
+                    assert_eq!(&pattern[..], b"news:*");
+                    let channel = String::from_utf8_lossy(&channel).into_owned();
+                    let seq: u64 = std::str::from_utf8(&payload).unwrap().parse().unwrap();
+                    by_pattern
+                        .lock()
+                        .unwrap()
+                        .entry(channel)
+                        .or_default()
+                        .push(seq);
+                }
+            }
+        })
+    });
 
     let got = Arc::new(Mutex::new(Got::default()));
     let consumer = rt.spawn({
@@ -101,10 +144,12 @@ fn churn(server: &str) {
                     let at = Instant::now();
                     // A publish the retries could not place is simply not
                     // counted as reaching anyone.
-                    let reached = publisher
-                        .spublish(channel, seq.to_string())
-                        .await
-                        .is_ok_and(|n| n > 0);
+                    let sent = if classic {
+                        publisher.publish(channel, seq.to_string()).await
+                    } else {
+                        publisher.spublish(channel, seq.to_string()).await
+                    };
+                    let reached = sent.is_ok_and(|n| n > 0);
                     published
                         .entry(channel.clone())
                         .or_default()
@@ -132,11 +177,20 @@ fn churn(server: &str) {
             new.len(),
             new.iter().map(|g| (&g.0, g.1)).collect::<Vec<_>>()
         );
-        assert!(!new.is_empty(), "{server} {name}: the subscription noticed");
+        // A classic channel is heard on every node: a failover or a
+        // migration of its slot need not interrupt it; a dead node does.
+        if !classic || name.starts_with("kill") {
+            assert!(!new.is_empty(), "{server} {name}: the subscription noticed");
+        }
         gaps_seen = got.gaps.len();
     };
 
     // The master of news:0's slot fails over to its replica.
+    // Where news:5's classic subscription was placed: its slot's master
+    // when it subscribed (it stays there through the failover and the
+    // migration below, replica or not).
+    let doomed = slot_for_key(b"news:5");
+    let placed = cluster.owner_index(doomed).unwrap();
     let first = slot_for_key(b"news:0");
     event("manual failover", &mut cluster, &mut |c| {
         let master = c.owner_index(first).unwrap();
@@ -153,11 +207,19 @@ fn churn(server: &str) {
         c.move_slot(room, to).unwrap();
     });
     // A master is killed; its replica takes over.
-    let doomed = slot_for_key(b"news:5");
-    event("kill -9 of a master", &mut cluster, &mut |c| {
-        let master = c.owner_index(doomed).unwrap();
-        c.kill(master);
-        c.wait_failover_of(master, doomed).unwrap();
+    // Sharded: the channel's master now. Classic: the node its
+    // subscription is on, master or replica by now.
+    event("kill -9 of a node", &mut cluster, &mut |c| {
+        let victim = if classic {
+            placed
+        } else {
+            c.owner_index(doomed).unwrap()
+        };
+        let was_master = c.is_master(victim).unwrap();
+        c.kill(victim);
+        if was_master {
+            c.wait_failover_of(victim, doomed).unwrap();
+        }
     });
 
     stop.store(true, Ordering::Release);
@@ -201,6 +263,24 @@ fn churn(server: &str) {
         published.len()
     );
     assert!(checked > 1000, "{server}: messages really flowed");
+    if let Some(patterns) = patterns {
+        patterns.abort();
+        let by_pattern = by_pattern.lock().unwrap();
+        for (channel, sent) in published.iter().filter(|(c, _)| c.starts_with("news:")) {
+            let received = by_pattern.get(channel).cloned().unwrap_or_default();
+            assert!(
+                received.windows(2).all(|w| w[0] < w[1]),
+                "{server} {channel}: pattern messages in order"
+            );
+            assert_eq!(
+                received.last().copied(),
+                sent.iter().rev().find(|s| s.2).map(|s| s.0),
+                "{server} {channel}: the pattern got the last message"
+            );
+        }
+        let heard: usize = by_pattern.values().map(Vec::len).sum();
+        eprintln!("{server}: the pattern heard {heard} messages");
+    }
     let errors = errorstats(&cluster);
     assert!(
         !errors.contains("CROSSSLOT"),

@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
 
 use super::{ConnError, Connection, Stream};
-use crate::codec::{encode, Limits};
+use crate::codec::{encode, Frame, Limits};
 use crate::topology::host_of;
 
 /// Who the client is, for servers with `requirepass` or ACL users.
@@ -60,8 +59,10 @@ pub(crate) struct ConnOptions {
     /// Send `READONLY` first: replicas may serve this client's reads.
     pub readonly: bool,
     /// The most a new connection may take to be ready (TCP, TLS, `AUTH`,
-    /// `READONLY`), whatever the attempt's own time-out.
+    /// `HELLO`, `READONLY`), whatever the attempt's own time-out.
     pub connect_timeout: Duration,
+    /// Speak RESP3 (`HELLO 3`).
+    pub resp3: bool,
 }
 
 impl std::fmt::Debug for ConnOptions {
@@ -113,13 +114,32 @@ pub(crate) async fn connect(
             .map_err(|why| ConnError::Rejected(format!("the credentials provider: {why}")))?;
         authenticate(&conn, addr, &credentials, timeout).await?;
     }
+    if options.resp3 {
+        match conn
+            .request(encode(&[&[b"HELLO", b"3"]]), 1, timeout)
+            .await?
+            .pop()
+        {
+            Some(Frame::Map(_)) => {}
+            Some(Frame::Error(why)) => {
+                return Err(ConnError::Protocol(format!(
+                    "{addr} does not speak RESP3 (HELLO 3: {why})"
+                )))
+            }
+            other => {
+                return Err(ConnError::Protocol(format!(
+                    "{addr} answered HELLO 3 with {other:?}"
+                )))
+            }
+        }
+    }
     if options.readonly {
         match conn
             .request(encode(&[&[b"READONLY"]]), 1, timeout)
             .await?
             .pop()
         {
-            Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => {}
+            Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => {}
             other => {
                 return Err(ConnError::Protocol(format!(
                     "{addr} answered READONLY with {other:?}"
@@ -139,8 +159,8 @@ pub(crate) async fn authenticate(
     timeout: Duration,
 ) -> Result<(), ConnError> {
     match conn.request(credentials.command(), 1, timeout).await?.pop() {
-        Some(BytesFrame::SimpleString(ok)) if &ok[..] == b"OK" => Ok(()),
-        Some(BytesFrame::Error(why)) => Err(ConnError::Rejected(format!("{addr}: {why}"))),
+        Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => Ok(()),
+        Some(Frame::Error(why)) => Err(ConnError::Rejected(format!("{addr}: {why}"))),
         other => Err(ConnError::Protocol(format!(
             "{addr} answered AUTH with {other:?}"
         ))),

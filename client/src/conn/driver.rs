@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -24,7 +23,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::either::Either;
 
 use super::ConnError;
-use crate::codec::{take_frames, Limits};
+use crate::codec::{take_frames, Frame, Limits};
 
 /// The reader asks the socket for up to this much at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -36,14 +35,14 @@ const MAX_BATCH_BYTES: usize = 64 * 1024;
 struct Request {
     bytes: Bytes,
     replies: usize,
-    done: oneshot::Sender<Result<Vec<BytesFrame>, ConnError>>,
+    done: oneshot::Sender<Result<Vec<Frame>, ConnError>>,
     room: Option<OwnedSemaphorePermit>,
 }
 
 /// A reply slot, in send order.
 struct Pending {
     replies: usize,
-    done: oneshot::Sender<Result<Vec<BytesFrame>, ConnError>>,
+    done: oneshot::Sender<Result<Vec<Frame>, ConnError>>,
     /// Its place among the node's requests in flight, held until its
     /// replies come or the connection ends, whether or not its caller
     /// still waits: a reply owed is a request the node still holds.
@@ -112,7 +111,7 @@ impl Connection {
         bytes: Bytes,
         replies: usize,
         timeout: Duration,
-    ) -> Result<Vec<BytesFrame>, ConnError> {
+    ) -> Result<Vec<Frame>, ConnError> {
         self.request_in(bytes, replies, timeout, None).await
     }
 
@@ -124,7 +123,7 @@ impl Connection {
         replies: usize,
         timeout: Duration,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<BytesFrame>, ConnError> {
+    ) -> Result<Vec<Frame>, ConnError> {
         let (done, reply) = oneshot::channel();
         let send = self.requests.send(Request {
             bytes,
@@ -351,7 +350,7 @@ struct Driver {
     /// Reply slots of the requests written (or about to be), in order.
     pending: VecDeque<Pending>,
     /// Replies collected so far for `pending.front()`.
-    frames: Vec<BytesFrame>,
+    frames: Vec<Frame>,
     out: BytesMut,
     input: BytesMut,
     limits: Limits,
@@ -405,6 +404,16 @@ impl Driver {
         self.answered |= !self.input.is_empty();
         let (pending, frames) = (&mut self.pending, &mut self.frames);
         take_frames(&mut self.input, self.limits, |frame| {
+            if let Frame::Push(items) = &frame {
+                // RESP3 out of band (an invalidation, a server's notice): not
+                // the reply of any request.
+                tracing::debug!(
+                    addr,
+                    items = items.len(),
+                    "a push frame, not a reply: dropped"
+                );
+                return Ok(());
+            }
             let Some(slot) = pending.front() else {
                 return Err(ConnError::Protocol(format!(
                     "{addr} sent a reply nobody asked for: {frame:?}"
