@@ -792,6 +792,27 @@ mod tests {
         })
     }
 
+    /// `wire` fed to the decoder in pieces, cut at `cuts`: the frames, and
+    /// the bytes left over.
+    fn read_cut(wire: &[u8], cuts: &[prop::sample::Index]) -> (Vec<Frame>, usize) {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
+        points.push(wire.len());
+        points.sort_unstable();
+        let mut frames = Vec::new();
+        let mut input = BytesMut::new();
+        let mut from = 0;
+        for to in points {
+            input.extend_from_slice(&wire[from..to]);
+            from = to;
+            take_frames(&mut input, ROOMY, |f| {
+                frames.push(f);
+                Ok::<(), CodecError>(())
+            })
+            .unwrap();
+        }
+        (frames, input.len())
+    }
+
     proptest! {
         /// Frames back to back, cut into pieces at random points: the same
         /// frames as `redis-protocol`'s decoder finds, whole or cut.
@@ -810,22 +831,8 @@ mod tests {
                 theirs.push(from_theirs(frame));
             }
             prop_assert_eq!(&theirs, &frames);
-            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
-            points.push(wire.len());
-            points.sort_unstable();
-            let mut ours = Vec::new();
-            let mut input = BytesMut::new();
-            let mut from = 0;
-            for to in points {
-                input.extend_from_slice(&wire[from..to]);
-                from = to;
-                take_frames(&mut input, ROOMY, |f| {
-                    ours.push(f);
-                    Ok::<(), CodecError>(())
-                })
-                .unwrap();
-            }
-            prop_assert!(input.is_empty());
+            let (ours, left) = read_cut(&wire, &cuts);
+            prop_assert_eq!(left, 0);
             prop_assert_eq!(ours, theirs);
         }
 
@@ -842,22 +849,8 @@ mod tests {
             for f in &frames {
                 encode(f, &mut wire);
             }
-            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
-            points.push(wire.len());
-            points.sort_unstable();
-            let mut ours = Vec::new();
-            let mut input = BytesMut::new();
-            let mut from = 0;
-            for to in points {
-                input.extend_from_slice(&wire[from..to]);
-                from = to;
-                take_frames(&mut input, ROOMY, |f| {
-                    ours.push(f);
-                    Ok::<(), CodecError>(())
-                })
-                .unwrap();
-            }
-            prop_assert!(input.is_empty());
+            let (ours, left) = read_cut(&wire, &cuts);
+            prop_assert_eq!(left, 0);
             prop_assert_eq!(ours, frames);
         }
 

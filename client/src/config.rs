@@ -50,6 +50,16 @@ pub enum Protocol {
     Resp3,
 }
 
+/// Requests timed out in a row that open a node (docs/behaviour.md §5,
+/// "Opened nodes").
+pub const OPEN_AFTER_TIMEOUTS: u32 = 3;
+/// Reconnects to a node back off from this after a failed attempt,
+/// doubling per failure in a row ...
+pub const RECONNECT_BACKOFF_BASE: Duration = Duration::from_millis(10);
+/// ... to at most this (the probe interval of a dead owner's waiting
+/// requests), each delay less a random part of up to half.
+pub const RECONNECT_BACKOFF_CAP: Duration = Duration::from_millis(500);
+
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// A refresh within this long of the last one is a no-op (docs/behaviour.md §5).

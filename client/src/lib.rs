@@ -76,7 +76,7 @@ pub use client::{Client, Versioned};
 pub use config::{
     Builder, Durability, Protocol, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT_PER_NODE, DEFAULT_MAX_REPLY_BYTES, DEFAULT_POLL_INTERVAL,
-    REFRESH_DEBOUNCE,
+    OPEN_AFTER_TIMEOUTS, RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP, REFRESH_DEBOUNCE,
 };
 pub use conn::Credentials;
 pub use error::Error;

@@ -12,6 +12,7 @@ use std::time::Instant;
 use arc_swap::ArcSwapOption;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
+use crate::config::{OPEN_AFTER_TIMEOUTS, RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP};
 use crate::conn::{connect, ConnError, ConnOptions, Connection};
 
 /// One node: its address and its one shared connection, made on first use
@@ -63,16 +64,13 @@ pub(crate) struct Node {
     backoffs: AtomicU64,
 }
 
-/// Requests timed out in a row that open a node.
-pub(crate) const OPEN_AFTER_TIMEOUTS: u32 = 3;
-
-/// Reconnects back off exponentially from this, per node ...
-const RECONNECT_BASE_MS: u64 = 10;
-/// ... to at most this (the probe interval: a node that comes back is
-/// found no later than the waiting requests' probe would find it), each
-/// delay jittered down by up to half, so that many clients do not dial a
-/// restarted node in step.
-const RECONNECT_CAP_MS: u64 = PROBE_INTERVAL_MS;
+/// Reconnects back off exponentially from this, per node, to at most the
+/// cap (the probe interval: a node that comes back is found no later than
+/// the waiting requests' probe would find it), each delay jittered down by
+/// up to half, so that many clients do not dial a restarted node in step.
+const RECONNECT_BASE_MS: u64 = RECONNECT_BACKOFF_BASE.as_millis() as u64;
+const RECONNECT_CAP_MS: u64 = RECONNECT_BACKOFF_CAP.as_millis() as u64;
+const _: () = assert!(RECONNECT_CAP_MS == PROBE_INTERVAL_MS);
 
 /// The wait before the next connection attempt after `failures` in a row:
 /// `min(cap, base * 2^(failures - 1))`, less up to half of it at random.

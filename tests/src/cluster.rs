@@ -701,6 +701,25 @@ impl Cluster {
         self.wait_healthy()
     }
 
+    /// Waits until every running master's writes so far are on one
+    /// replica at least (`WAIT 1`), so that a `kill -9` after it loses
+    /// none of them.
+    ///
+    /// # Errors
+    /// A master does not answer, or no replica caught up within 5 s.
+    pub fn wait_replicated(&self) -> io::Result<()> {
+        for i in self.running() {
+            if !self.is_master(i)? {
+                continue;
+            }
+            match self.conn(i)?.command(&[b"WAIT", b"1", b"5000"])? {
+                Frame::Integer(n) if n >= 1 => {}
+                other => return Err(io::Error::other(format!("WAIT on {i}: {}", text(&other)))),
+            }
+        }
+        Ok(())
+    }
+
     /// Starts moving `slot` from `from` to `to` (IMPORTING on the target,
     /// MIGRATING on the source): from now on the source answers `ASK` for
     /// keys it no longer has, and `TRYAGAIN` for multi-key commands over

@@ -63,6 +63,19 @@ pub fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// A client's settings that ride out churn in these tests: no
+/// environment, 500 ms attempts, 50 ms between them, 50 of them, a 20 s
+/// deadline. Tests add what they measure.
+#[must_use]
+pub fn patient() -> zaris_client::Builder {
+    zaris_client::Client::builder()
+        .env(no_env)
+        .attempt_timeout(std::time::Duration::from_millis(500))
+        .backoff(std::time::Duration::from_millis(50))
+        .max_attempts(50)
+        .request_timeout(Some(std::time::Duration::from_secs(20)))
+}
+
 /// The server binary to run.
 #[must_use]
 pub fn server_binary() -> String {

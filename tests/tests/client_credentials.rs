@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Credentials, Error};
+use zaris_client::{Credentials, Error};
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test, Frame};
+use zaris_tests::{runtime, servers_under_test, Frame};
 
 /// `ACL SETUSER user on >password ~* &* +@all` on every node (ACLs are
 /// not replicated: each node is told).
@@ -53,6 +53,17 @@ fn connections_of(cluster: &Cluster, i: usize, user: &str) -> usize {
     }
 }
 
+/// Every node closes its connections of `user` (`CLIENT KILL USER`).
+fn close_connections_of(cluster: &Cluster, user: &str) {
+    for i in cluster.running() {
+        cluster
+            .conn(i)
+            .unwrap()
+            .command(&[b"CLIENT", b"KILL", b"USER", user.as_bytes()])
+            .unwrap();
+    }
+}
+
 #[test]
 fn credentials_rotate_under_traffic_and_churn_without_a_failed_request() {
     for server in servers_under_test() {
@@ -68,11 +79,7 @@ fn rotation(server: &str) {
     let rt = runtime();
     let client = rt
         .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(Duration::from_millis(500))
-                .backoff(Duration::from_millis(50))
-                .max_attempts(40)
+            zaris_tests::patient()
                 .credentials({
                     let (current, asked) = (current.clone(), asked.clone());
                     move || {
@@ -177,13 +184,7 @@ fn rotation(server: &str) {
     progress("after a kill -9");
     // Every connection closed by the servers: the new ones ask the
     // provider and authenticate as app-2.
-    for i in cluster.running() {
-        cluster
-            .conn(i)
-            .unwrap()
-            .command(&[b"CLIENT", b"KILL", b"USER", b"app-2"])
-            .unwrap();
-    }
+    close_connections_of(&cluster, "app-2");
     progress("after every connection was closed");
     assert!(
         asked.load(Ordering::Relaxed) > asked_before,
@@ -214,13 +215,7 @@ fn rotation(server: &str) {
     assert!(cluster.index_of(node).is_some(), "{server}: {node}");
     assert!(detail.contains("WRONGPASS"), "{server}: {detail}");
     // Every app-2 connection closed: the next ones need the provider.
-    for i in cluster.running() {
-        cluster
-            .conn(i)
-            .unwrap()
-            .command(&[b"CLIENT", b"KILL", b"USER", b"app-2"])
-            .unwrap();
-    }
+    close_connections_of(&cluster, "app-2");
     let started = Instant::now();
     let error = rt.block_on(client.get("rot:0:0")).unwrap_err();
     assert!(

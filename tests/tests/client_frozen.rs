@@ -49,15 +49,7 @@ fn frozen_master(server: &str) {
     let rt = runtime();
     let seeds = cluster.addrs();
     let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(ATTEMPT)
-                .backoff(Duration::from_millis(50))
-                .max_attempts(50)
-                .request_timeout(Some(Duration::from_secs(20)))
-                .connect(&seeds),
-        )
+        .block_on(zaris_tests::patient().connect(&seeds))
         .expect("connect");
     let once = rt
         .block_on(

@@ -125,15 +125,7 @@ fn frozen(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
     let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(ATTEMPT)
-                .backoff(Duration::from_millis(50))
-                .max_attempts(50)
-                .request_timeout(Some(Duration::from_secs(20)))
-                .connect(&cluster.addrs()),
-        )
+        .block_on(zaris_tests::patient().connect(&cluster.addrs()))
         .expect("connect");
     let key = "frozen:{k}";
     let slot = slot_for_key(key.as_bytes());

@@ -11,14 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zaris_client::{
-    Client, Error, OwnershipChanges, OwnershipEvent, RefreshCause, Revealed, Value,
-};
+use zaris_client::{Error, OwnershipChanges, OwnershipEvent, RefreshCause, Revealed, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test};
-
-const ATTEMPT: Duration = Duration::from_millis(500);
+use zaris_tests::{runtime, servers_under_test};
 
 /// Events until one satisfies `wanted` (returned with those before it), or
 /// a panic after `within`.
@@ -51,12 +47,7 @@ fn churn(server: &str) {
     let rt = runtime();
     let client = rt
         .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(ATTEMPT)
-                .backoff(Duration::from_millis(50))
-                .max_attempts(40)
-                .request_timeout(Some(Duration::from_secs(20)))
+            zaris_tests::patient()
                 // No poll: each change below is revealed by what the test does.
                 .poll_interval(Duration::from_secs(3600))
                 .connect(&cluster.addrs()),

@@ -34,12 +34,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 /// A client that rides out a fault: short attempts, many of them.
 async fn patient(seeds: &[String]) -> Client {
-    Client::builder()
-        .env(no_env)
-        .attempt_timeout(ATTEMPT)
-        .backoff(Duration::from_millis(50))
-        .max_attempts(50)
-        .request_timeout(Some(Duration::from_secs(20)))
+    zaris_tests::patient()
         .connect(seeds)
         .await
         .expect("connect")

@@ -4,12 +4,10 @@
 //! the map is read from RESP3's `CLUSTER SHARDS` (a map, not a flat list);
 //! and routing holds through a manual failover and a `kill -9`.
 
-use std::time::Duration;
-
-use zaris_client::{Client, Protocol, Value};
+use zaris_client::{Protocol, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::{runtime, servers_under_test};
 
 #[test]
 fn resp3_replies_come_typed_and_routing_rides_out_churn() {
@@ -27,12 +25,8 @@ fn resp3(server: &str) {
     let rt = runtime();
     let client = rt
         .block_on(
-            Client::builder()
-                .env(no_env)
+            zaris_tests::patient()
                 .protocol(Protocol::Resp3)
-                .attempt_timeout(Duration::from_millis(500))
-                .backoff(Duration::from_millis(50))
-                .max_attempts(40)
                 .connect(&cluster.addrs()),
         )
         .expect("a RESP3 client reads the map from RESP3 CLUSTER SHARDS");
@@ -108,13 +102,7 @@ fn resp3(server: &str) {
             client.set(key, key).await.unwrap();
         }
     });
-    for m in 0..3 {
-        cluster
-            .conn(m)
-            .unwrap()
-            .command(&[b"WAIT", b"1", b"5000"])
-            .unwrap();
-    }
+    cluster.wait_replicated().expect("replicated");
     let first = slot_for_key(keys[0].as_bytes());
     let master = cluster.owner_index(first).unwrap();
     let replica = cluster.replica_of(master).unwrap();

@@ -9,10 +9,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use zaris_client::{Client, ScanOptions};
+use zaris_client::ScanOptions;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::{runtime, servers_under_test};
 
 const KEYS: usize = 6000;
 const COUNT: u32 = 10;
@@ -28,14 +28,7 @@ fn scan_under_churn(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
     let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(Duration::from_millis(500))
-                .backoff(Duration::from_millis(50))
-                .max_attempts(40)
-                .connect(&cluster.addrs()),
-        )
+        .block_on(zaris_tests::patient().connect(&cluster.addrs()))
         .expect("connect");
     let keys: Vec<String> = (0..KEYS).map(|i| format!("scan:{i}")).collect();
     rt.block_on(async {
@@ -45,13 +38,7 @@ fn scan_under_churn(server: &str) {
         }
     });
     // Every key on the replicas too, so that a kill -9 loses none.
-    for m in 0..3 {
-        cluster
-            .conn(m)
-            .unwrap()
-            .command(&[b"WAIT", b"1", b"5000"])
-            .unwrap();
-    }
+    cluster.wait_replicated().expect("replicated");
     // Slots of master 0 that hold keys: four migrate to master 1, one
     // goes to master 2 and comes back.
     let mut slots: Vec<u16> = keys

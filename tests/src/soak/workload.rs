@@ -122,6 +122,11 @@ pub(crate) fn spawn(
             stop.clone(),
         )));
     }
+    tasks.push(rt.spawn(scripts(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
     tasks.push(rt.spawn(multi(clients.plain.clone(), history.clone(), stop.clone())));
     tasks.push(rt.spawn(pipelines(
         clients.plain.clone(),
@@ -176,6 +181,34 @@ async fn registers(
                 Err(e) => history.record(read, &key, "-", at, Err(e)),
             }
         }
+    }
+}
+
+/// Plain register writes by script (writer `s`): `EVALSHA` to the key's
+/// owner, the source on `NOSCRIPT` (a new master after a kill or a
+/// failover, a slot moved to another node), judged as any plain write; a
+/// read in four.
+async fn scripts(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let set = zaris_client::Script::new("return redis.call('SET', KEYS[1], ARGV[1])");
+    let mut draws = 0x5C21_7E55u64;
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let key = register(false, "s", pick(&mut draws, KEYS_PER_WRITER));
+        let value = format!("s.{n}");
+        let at = history.clock.ms();
+        let outcome = client.invoke(&set, &[&key], &[&value]).await.map(drop);
+        history.record("pw", &key, &value, at, outcome);
+        if pick(&mut draws, 4) == 0 {
+            let key = register(false, "s", pick(&mut draws, KEYS_PER_WRITER));
+            let at = history.clock.ms();
+            match client.get(&key).await {
+                Ok(value) => history.record::<Error>("pr", &key, &text(value), at, Ok(())),
+                Err(e) => history.record("pr", &key, "-", at, Err(e)),
+            }
+        }
+        // A few hundred a second: scripts are one task among many.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
@@ -432,7 +465,10 @@ pub(crate) async fn read_back(clients: &Clients) -> Result<Finals, Error> {
     let client = &clients.plain;
     let mut finals = Finals::default();
     let mut keys: Vec<String> = Vec::new();
-    for w in (0..WRITERS).map(|w| w.to_string()).chain(["p".to_owned()]) {
+    for w in (0..WRITERS)
+        .map(|w| w.to_string())
+        .chain(["p".to_owned(), "s".to_owned()])
+    {
         for k in 0..KEYS_PER_WRITER {
             keys.push(register(true, &w, k));
             keys.push(register(false, &w, k));
