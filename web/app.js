@@ -2,7 +2,6 @@
 // retry decision comes from the Zaris core (wasm); this file only moves text
 // in and draws what comes back.
 import init, * as zaris from './pkg/zaris_wasm.js';
-import clusterKeySlot from './vendor/cluster-key-slot.js';
 import { encodeUtf8Into } from './utf8.js';
 
 const $ = (id) => document.getElementById(id);
@@ -301,6 +300,101 @@ function analyze() {
     .map(([tag, n]) => `<li><code>{${escapeHtml(tag)}}</code>: ${count(n, 'key')}, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
 }
 
+// ---- churn, played out ------------------------------------------------------
+
+const SVG = 'http://www.w3.org/2000/svg';
+/** Each mark's color, by the core's mark names. */
+const MARK_COLORS = {
+  served: '#2e8b57', moved: '#d9822b', ask: '#8e44ad', refused: '#b3261e',
+  loop: '#c2185b', refresh: '#0b63ce', wait: '#7f8c8d', failed: '#000000',
+};
+const PLAYED = ['event', 'master', 'to', 'first', 'last', 'attempts', 'backoff', 'timeout', 'interval'];
+
+/** One run of the core's simulation: the parsed JSON. */
+function playRun(model) {
+  const v = (id) => $(`played-${id}`).value;
+  const n = (id) => Number(v(id)) || 0;
+  const timeout = n('timeout');
+  return JSON.parse(zaris.simulateChurn(
+    v('event'), n('master'), n('to'), n('first'), n('last'), model,
+    Math.max(1, n('attempts')), n('backoff'), timeout > 0 ? timeout : undefined, n('interval'),
+  ));
+}
+
+function svg(name, attrs, parent) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  parent?.appendChild(el);
+  return el;
+}
+
+/** The run as swimlanes: one per node, the client's last; a tick per entry. */
+function drawLanes(run) {
+  const width = 960, laneH = 22, left = 96, top = 8;
+  const height = top + run.lanes.length * laneH + 24;
+  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, 'data-duration-ms': run.duration_ms });
+  const x = (ms) => left + (ms / run.duration_ms) * (width - left - 8);
+  run.lanes.forEach((name, i) => {
+    const y = top + i * laneH;
+    svg('rect', { x: left, y, width: width - left - 8, height: laneH - 4, fill: i % 2 ? 'transparent' : 'rgba(127,127,127,.08)' }, root);
+    svg('text', { x: 4, y: y + laneH / 2 + 2, class: 'lane-name' }, root).textContent = name;
+  });
+  const event = svg('line', { x1: x(run.event_ms), x2: x(run.event_ms), y1: top, y2: height - 20, stroke: '#b3261e', 'stroke-dasharray': '4 3' }, root);
+  event.setAttribute('data-event', 'true');
+  for (let s = 0; s <= run.duration_ms / 1000; s++) {
+    svg('text', { x: x(s * 1000) - 6, y: height - 6, class: 'lane-name' }, root).textContent = `${s}s`;
+  }
+  // Served attempts are many: drawn faint, the rest on top.
+  const order = (e) => (run.marks[e[2]] === 'served' ? 0 : 1);
+  for (const e of [...run.entries].sort((a, b) => order(a) - order(b))) {
+    const [atUs, lane, mark] = e;
+    const at = atUs / 1000;
+    const name = run.marks[mark];
+    svg('rect', {
+      x: x(at), y: top + lane * laneH + (name === 'served' ? 6 : 1), width: name === 'served' ? 1 : 2.5,
+      height: name === 'served' ? laneH - 16 : laneH - 6, fill: MARK_COLORS[name],
+      opacity: name === 'served' ? 0.35 : 1, 'data-mark': name,
+    }, root);
+  }
+  $('played-lanes').replaceChildren(root);
+  $('played-legend').innerHTML = Object.entries(MARK_COLORS)
+    .map(([name, color]) => `<span><i style="background:${color}"></i>${name}</span>`).join('');
+}
+
+function play() {
+  let runs;
+  try {
+    runs = ['zaris', 'deadline-only', 'attempts-only'].map((model) => [model, playRun(model)]);
+    showError('played-error', null);
+  } catch (error) {
+    showError('played-error', error);
+    return;
+  }
+  drawLanes(runs[0][1]);
+  const label = { zaris: 'Zaris (the policy above)', 'deadline-only': 'deadline only (60 s)', 'attempts-only': 'attempts only (3)' };
+  $('played-totals').tBodies[0].replaceChildren(...runs.map(([model, run]) => {
+    const tr = document.createElement('tr');
+    tr.dataset.model = model;
+    const t = run.totals;
+    tr.innerHTML = `<th scope="row">${label[model]}</th><td>${t.served}</td><td>${t.failed}</td>`
+      + `<td>${t.worst_ms}</td><td>${t.attempts}</td><td>${t.refreshes}</td>`;
+    return tr;
+  }));
+  // The view in the URL: a link reproduces it.
+  const state = new URLSearchParams(location.hash.slice(1));
+  for (const id of PLAYED) state.set(`churn.${id}`, $(`played-${id}`).value);
+  history.replaceState(null, '', `#${state}`);
+}
+
+/** The churn fields from the URL, if it carries them. */
+function playedFromUrl() {
+  const state = new URLSearchParams(location.hash.slice(1));
+  for (const id of PLAYED) {
+    const value = state.get(`churn.${id}`);
+    if (value !== null) $(`played-${id}`).value = value;
+  }
+}
+
 // ---- churn simulator ---------------------------------------------------------
 
 function simulate() {
@@ -338,7 +432,12 @@ function simulate() {
 
 // ---- benchmark ---------------------------------------------------------------
 
-function benchmark() {
+/** The peer the benchmark runs against, loaded when it first runs: it is
+ * not part of the page's download. */
+let clusterKeySlot = null;
+
+async function benchmark() {
+  clusterKeySlot ??= (await import('./vendor/cluster-key-slot.js')).default;
   const keys = sampleKeys(BENCH_KEYS, 7);
   const text = keys.join('\n');
   const time = (f) => {
@@ -409,8 +508,12 @@ $('keys-sample').addEventListener('click', () => {
 });
 $('keys-analyze').addEventListener('click', analyze);
 $('churn-run').addEventListener('click', simulate);
+$('played-run').addEventListener('click', play);
+$('played-event').addEventListener('change', play);
 $('bench-run').addEventListener('click', benchmark);
 useDemoMap();
 simulate();
+playedFromUrl();
+play();
 $('status').textContent = 'Core loaded. Routing with the demo map.';
 document.body.dataset.ready = 'true';

@@ -63,7 +63,7 @@ pub const RECONNECT_BACKOFF_CAP: Duration = Duration::from_millis(500);
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// A refresh within this long of the last one is a no-op (docs/behaviour.md §5).
-pub const REFRESH_DEBOUNCE: Duration = Duration::from_millis(500);
+pub const REFRESH_DEBOUNCE: Duration = zaris_core::REFRESH_MIN_INTERVAL;
 /// How long one attempt may wait for a connection and its reply.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a new connection may take to be ready (TCP, TLS, `AUTH`):

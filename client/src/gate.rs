@@ -5,7 +5,6 @@
 //! memory of recent `MOVED`s that tells a redirect loop from churn, and the
 //! vote between the maps several nodes give.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::watch;
+use zaris_core::{RedirectMemory, RefreshAsk, RefreshGate};
 
 use crate::stats::{Counters, RefreshCause};
 use crate::topology::SlotRange;
@@ -78,16 +78,25 @@ impl Gate {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let last = self.last_done.load(Ordering::Acquire);
-        let min_interval = u64::try_from(self.min_interval.as_millis()).unwrap_or(u64::MAX);
-        if last != 0 && self.now_ms().saturating_sub(last) < min_interval {
-            Counters::bump(&counters.refreshes_debounced);
-            return Refreshed::Debounced;
-        }
         let flight = loop {
-            if let Some(flight) = self.in_flight.load_full() {
-                Counters::bump(&counters.refreshes_coalesced);
-                break flight;
+            // The rule is the core's; the state is here, in atomics.
+            let last = self.last_done.load(Ordering::Acquire);
+            let last_done = (last != 0).then(|| Duration::from_millis(last - 1));
+            let now = Duration::from_millis(self.now_ms() - 1);
+            let current = self.in_flight.load_full();
+            match RefreshGate::decide(last_done, current.is_some(), now, self.min_interval) {
+                RefreshAsk::Debounced => {
+                    Counters::bump(&counters.refreshes_debounced);
+                    return Refreshed::Debounced;
+                }
+                RefreshAsk::Ride => {
+                    if let Some(flight) = current {
+                        Counters::bump(&counters.refreshes_coalesced);
+                        break flight;
+                    }
+                    continue;
+                }
+                RefreshAsk::Start => {}
             }
             let flight = Arc::new(Flight {
                 done: watch::channel(false).0,
@@ -127,52 +136,43 @@ impl Gate {
     }
 }
 
-/// Recent `MOVED` redirects, to tell a loop from churn: a `MOVED` back to
-/// the node asked, or one that undoes a `MOVED` of the same slot between
-/// the same two nodes moments ago. A loop is not followed; the next
+/// Recent `MOVED` redirects, to tell a loop from churn (the core's
+/// `RedirectMemory` says what a loop is). A loop is not followed; the next
 /// refresh asks the other nodes first.
-#[derive(Default)]
 pub(crate) struct Redirects {
-    recent: std::sync::Mutex<VecDeque<Redirect>>,
+    /// The last [`REMEMBERED`] redirects (they are rare: each one patches
+    /// the map), on a clock from `origin`.
+    recent: std::sync::Mutex<RedirectMemory<REMEMBERED>>,
+    origin: Instant,
     looped: AtomicBool,
     suspects: std::sync::Mutex<Vec<Arc<str>>>,
 }
 
-struct Redirect {
-    slot: u16,
-    from: Arc<str>,
-    to: Arc<str>,
-    at: Instant,
+impl Default for Redirects {
+    fn default() -> Self {
+        Self {
+            recent: std::sync::Mutex::default(),
+            origin: Instant::now(),
+            looped: AtomicBool::new(false),
+            suspects: std::sync::Mutex::default(),
+        }
+    }
 }
 
-/// A `MOVED` undone within this long closes a loop.
-const LOOP_WINDOW: Duration = Duration::from_secs(2);
-/// Redirects remembered (they are rare: each one patches the map).
+/// Redirects remembered.
 const REMEMBERED: usize = 64;
 
 impl Redirects {
     /// Records `from` answering `MOVED slot to`; `true` when it closes a
     /// loop (and `from` and `to` become suspects for the next refresh).
     pub(crate) fn note(&self, slot: u16, from: &str, to: &str) -> bool {
-        let now = Instant::now();
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        let looped = from == to
-            || recent.iter().any(|r| {
-                r.slot == slot
-                    && *r.from == *to
-                    && *r.to == *from
-                    && now.duration_since(r.at) < LOOP_WINDOW
-            });
-        if recent.len() == REMEMBERED {
-            recent.pop_front();
-        }
-        recent.push_back(Redirect {
+        let now = self.origin.elapsed();
+        let looped = self.recent.lock().unwrap_or_else(|e| e.into_inner()).note(
             slot,
-            from: from.into(),
-            to: to.into(),
-            at: now,
-        });
-        drop(recent);
+            from.as_bytes(),
+            to.as_bytes(),
+            now,
+        );
         if looped {
             let mut suspects = self.suspects.lock().unwrap_or_else(|e| e.into_inner());
             for addr in [from, to] {

@@ -14,7 +14,8 @@ use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 use zaris_core::{
-    Decision, KvStatus, Outcome, RetryLoop, RouteError, StopReason, TransportFailure,
+    owner_wait_until, Decision, KvStatus, Outcome, RetryLoop, RouteError, StopReason,
+    TransportFailure,
 };
 
 use crate::codec::Frame;
@@ -338,9 +339,16 @@ impl Inner {
                 *since.insert(now)
             }
         };
-        let until = since + self.config.refresh_wait;
-        let until = deadline.map_or(until, |d| d.min(until));
-        (now < until).then_some(until)
+        // The core's rule, on a clock from when the wait began.
+        let at = |t: Instant| t.saturating_duration_since(since);
+        let until = owner_wait_until(
+            &self.config.policy,
+            Duration::ZERO,
+            at(now),
+            self.config.refresh_wait,
+            deadline.map(at),
+        )?;
+        Some(since + until)
     }
 
     /// For a request sent alone (a transaction, a `WATCH`): when `slot`

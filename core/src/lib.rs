@@ -38,6 +38,7 @@
 extern crate std;
 
 mod backoff;
+mod churn;
 mod cluster_nodes;
 mod command;
 mod command_spec;
@@ -48,6 +49,7 @@ mod lines;
 mod placement;
 mod policy;
 mod redirect;
+mod refresh;
 mod retry;
 mod routing;
 mod simulate;
@@ -55,6 +57,10 @@ mod status;
 mod utf16;
 
 pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKOFF_MULTIPLIER};
+pub use churn::{
+    simulate_churn, ChurnError, ChurnEvent, ChurnScenario, ChurnTotals, ClientModel,
+    Entry as ChurnEntry, Mark as ChurnMark, MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
+};
 pub use cluster_nodes::{
     parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,
     SlotEntry,
@@ -76,6 +82,10 @@ pub use policy::{
     ENV_REFRESH_WAIT_MS, ENV_REQUEST_TIMEOUT,
 };
 pub use redirect::{parse_error_reply, ErrorReply, Redirect, ReplyError};
+pub use refresh::{
+    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate, REDIRECT_LOOP_WINDOW,
+    REFRESH_MIN_INTERVAL,
+};
 pub use retry::{Decision, Outcome, RetryClass, RetryLoop, StopReason, TransportFailure};
 pub use routing::{
     CapacityError, OwnerId, OwnershipChange, RouteError, SegmentTable, TableSizeError, NO_OWNER,

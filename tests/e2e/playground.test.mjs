@@ -168,6 +168,54 @@ test('the churn simulator shows what the client does', async () => {
   assert.match(await page.textContent('#churn-error'), /unknown outcome 'Bogus'/);
 });
 
+test('churn, played out: a kill of master 2 shows the core\'s own totals for three clients', async () => {
+  await page.selectOption('#played-event', 'kill');
+  await page.fill('#played-master', '2');
+  for (const [id, value] of [['attempts', '3'], ['backoff', '100'], ['timeout', '60000'], ['interval', '500']]) {
+    await page.fill(`#played-${id}`, value);
+  }
+  await page.click('#played-run');
+  const rows = await page.locator('#played-totals tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+    model: tr.dataset.model,
+    cells: [...tr.querySelectorAll('td')].map((td) => Number(td.textContent)),
+  })));
+  assert.deepEqual(rows.map((r) => r.model), ['zaris', 'deadline-only', 'attempts-only']);
+  for (const { model, cells } of rows) {
+    // The reference: the core's simulation, called directly (Node's build).
+    const run = JSON.parse(zaris.simulateChurn('kill', 2, 1, 0, 1023, model, 3, 100, 60000, 500));
+    const t = run.totals;
+    assert.deepEqual(cells, [t.served, t.failed, t.worst_ms, t.attempts, t.refreshes], model);
+    if (model === 'zaris') {
+      assert.equal(t.failed, 0, 'every request waits the failover out');
+      assert.ok(t.worst_ms >= 1900 && t.worst_ms <= 2600, `worst ${t.worst_ms} ms`);
+      // The timeline draws every entry, each in its lane.
+      const marks = await page.locator('#played-lanes rect[data-mark]').count();
+      assert.equal(marks, run.entries.length);
+      const lanes = await page.locator('#played-lanes .lane-name').allTextContents();
+      assert.deepEqual(lanes.slice(0, 7), run.lanes);
+      assert.ok(await page.locator('#played-lanes rect[data-mark="refused"]').count() > 0);
+    }
+    if (model === 'attempts-only') assert.ok(t.failed > 0, 'three quick attempts end in the failover');
+  }
+  // The view is in the URL: a link reproduces it.
+  const url = new URL(page.url());
+  assert.equal(new URLSearchParams(url.hash.slice(1)).get('churn.event'), 'kill');
+  const second = await browser.page.context().newPage();
+  url.hash = url.hash.replace('churn.event=kill', 'churn.event=bounce');
+  await second.goto(url.href);
+  await second.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+  assert.equal(await second.inputValue('#played-event'), 'bounce');
+  assert.equal(await second.inputValue('#played-master'), '2');
+  await second.close();
+  // A scenario out of bounds is a clear error, not a broken page.
+  await page.fill('#played-master', '7');
+  await page.click('#played-run');
+  assert.match(await page.textContent('#played-error'), /1 to 8 masters/);
+  await page.fill('#played-master', '2');
+  await page.click('#played-run');
+  assert.equal(await page.isHidden('#played-error'), true);
+});
+
 test('the benchmark compares with cluster-key-slot and lists every disagreement', async () => {
   await page.click('#bench-run');
   await page.waitForSelector('#bench-differ', { timeout: 120_000 });
@@ -196,7 +244,7 @@ test('phone width: nothing overflows sideways; a screenshot for the record', asy
   mkdirSync(shots, { recursive: true });
   await page.fill('#key', '{user1000}.following');
   await page.screenshot({ path: join(shots, 'playground.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
+  await page.setViewportSize({ width: 375, height: 812 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `${overflow}px of horizontal overflow`);
   await page.screenshot({ path: join(shots, 'playground-phone.png') });

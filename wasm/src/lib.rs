@@ -30,12 +30,14 @@
 use wasm_bindgen::prelude::*;
 use zaris_core::slot_for_key;
 
+mod churn;
 mod cluster;
 mod command;
 mod json;
 mod scratch;
 mod simulate;
 
+pub use churn::simulate_churn_js;
 pub use cluster::ClusterMap;
 pub use command::route_command;
 pub use scratch::{wasm_memory, KeyScratch};
