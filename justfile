@@ -283,7 +283,7 @@ fuzz SECONDS="60" ONLY="":
 
 # Node tools (wasm-opt from npm's binaryen, playwright-core, the benchmark peer).
 npm-deps:
-    [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+    [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ] || npm ci --no-audit --no-fund
 
 # The wasm package for browsers (web/pkg) and Node (target/pkg-node), and the page's vendored peer.
 web-build: npm-deps

@@ -3,6 +3,7 @@
 // in and draws what comes back.
 import init, * as zaris from './pkg/zaris_wasm.js';
 import { encodeUtf8Into } from './utf8.js';
+import { colours, drawBand, drawDensity } from './slots.js';
 
 const $ = (id) => document.getElementById(id);
 const textEncoder = new TextEncoder();
@@ -14,6 +15,11 @@ const SKEW_RATIO = 1.25;
 
 let map = null;
 let nodes = [];
+/** Where the key, the command's keys and a picked slot land: marks on the band. */
+const marks = { key: [], cmd: [], pick: [] };
+/** The last analysis's keys per slot, for the density strip. */
+let perSlotOfKeys = null;
+let picked = null;
 let wasm = null;
 
 let batch = null;
@@ -130,6 +136,9 @@ function updateKey() {
   $('segment').textContent = `${zaris.segmentForSlot(slot, segments)} of ${Math.min(Math.max(segments, 1), 16384)}`;
   $('hashed').textContent = hashed;
   $('owner').textContent = ownerText(slot);
+  marks.key = [{ slot, kind: 'key', label: `the key: slot ${slot}` }];
+  redrawBand();
+  saveView();
 }
 
 // ---- one command -------------------------------------------------------------
@@ -151,8 +160,21 @@ function routeCommand() {
     showError('cmd-error', error);
     $('cmd-verdict').textContent = '';
     $('cmd-keys').querySelector('tbody').replaceChildren();
+    marks.cmd = [];
+    redrawBand();
     return;
   }
+  // One mark per slot: co-located keys share one; a cross-slot command's
+  // keys show apart, in the warning colour.
+  const slots = [...new Set(route.keys.map((k) => k.slot))];
+  const cross = slots.length > 1;
+  marks.cmd = slots.map((slot) => ({
+    slot,
+    kind: cross ? 'cross' : 'cmd',
+    label: `the command's ${route.keys.filter((k) => k.slot === slot).map((k) => k.key).join(', ')}: slot ${slot}`,
+  }));
+  redrawBand();
+  saveView();
   $('cmd-verdict').textContent = TARGETS[route.target](route);
   $('cmd-verdict').className = route.target === 'none' ? 'warn' : '';
   $('cmd-keys').querySelector('tbody').replaceChildren(...route.keys.map((k) => {
@@ -187,14 +209,52 @@ function applyMap(text) {
     }
     return row;
   }));
+  $('band-legend').innerHTML = [...colours(nodes)].filter(([i]) => !nodes[i].replica_of)
+    .map(([i, c]) => `<span><i style="background:${c}"></i>#${i} ${escapeHtml(nodes[i].addr)} (${nodes[i].slots} slots)</span>`)
+    .join('');
+  redrawBand();
   updateKey();
   routeCommand();
+}
+
+/** The band as the map and the marks stand now. */
+function redrawBand() {
+  if (!map) return;
+  drawBand($('band'), nodes, [...marks.pick, ...marks.cmd, ...marks.key], (text) => {
+    $('band-detail').textContent = text;
+  });
+  if (perSlotOfKeys && $('density')) drawDensity($('density'), perSlotOfKeys, picked);
+}
+
+/** The view (key, command, a pasted map, the churn run) in the URL, so a link reproduces it. */
+function saveView() {
+  if (!document.body.dataset.ready) return;
+  const state = new URLSearchParams(location.hash.slice(1));
+  state.set('key', $('key').value);
+  if ($('key-hex').checked) state.set('hex', '1'); else state.delete('hex');
+  state.set('cmd', $('cmd').value);
+  const text = $('map-text').value;
+  if (text.trim() && text !== zaris.ClusterMap.demoClusterNodes()) state.set('map', text); else state.delete('map');
+  history.replaceState(null, '', `#${state}`);
+}
+
+/** The view from the URL, where it has one. */
+function viewFromUrl() {
+  const state = new URLSearchParams(location.hash.slice(1));
+  if (state.has('key')) $('key').value = state.get('key');
+  $('key-hex').checked = state.get('hex') === '1';
+  if (state.has('cmd')) $('cmd').value = state.get('cmd');
+  if (state.has('map')) {
+    $('map-text').value = state.get('map');
+    useMapFromText();
+  }
 }
 
 function useMapFromText() {
   try {
     applyMap($('map-text').value);
     showError('map-error', null);
+    saveView();
   } catch (error) {
     // The previous map stays in force: a bad paste never breaks routing.
     showError('map-error', error);
@@ -286,7 +346,12 @@ function analyze() {
   const skewed = keys.length > 0 && busiestCount > SKEW_RATIO * mean;
   const top = (entries, n) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, n);
 
+  const counts = masters.map(([, n]) => n);
+  const imbalance = counts.length && keys.length ? Math.max(...counts) / mean : 0;
   $('analysis').innerHTML = `
+    <h3>Keys over the slot space</h3>
+    <div id="density" class="density"></div>
+    <p id="imbalance">Imbalance (busiest master over the mean): <strong>${imbalance.toFixed(2)}</strong></p>
     <p>${count(keys.length, 'key')}.
       ${skewed
     ? `<strong class="warn">Skewed:</strong> node #${busiest} holds ${count(busiestCount, 'key')}, ${(busiestCount / mean).toFixed(2)}× its fair share.`
@@ -295,9 +360,23 @@ function analyze() {
     ${bars('Keys per node', perNode.map((n, i) => [`#${i} ${nodes[i].addr}`, n]), keys.length)}
     ${bars(`Busiest segments (of ${segments})`, top(perSegment, 12).map(([s, n]) => [`segment ${s}`, n]), keys.length)}
     ${bars('Hottest slots', top(perSlot, 10).map(([s, n]) => [`slot ${s}`, n]), keys.length)}
+    <p class="hint">Mark a hot slot: ${top(perSlot, 10).map(([s]) => `<button type="button" class="link" data-pick="${s}">slot ${s}</button>`).join(' ')}</p>
     <h3>Keys sharing a hash tag</h3>
     <ul class="tags">${top([...tags].filter(([, n]) => n > 1), 10)
-    .map(([tag, n]) => `<li><code>{${escapeHtml(tag)}}</code>: ${count(n, 'key')}, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
+    .map(([tag, n]) => `<li><button type="button" class="link" data-pick="${zaris.slotForUtf16(toUnits(tag))}" data-tag="${escapeHtml(tag)}"><code>{${escapeHtml(tag)}}</code></button>: ${count(n, 'key')}, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
+  perSlotOfKeys = perSlot;
+  for (const button of $('analysis').querySelectorAll('[data-pick]')) {
+    button.addEventListener('click', () => pick(Number(button.dataset.pick), button.textContent));
+  }
+  redrawBand();
+}
+
+/** Marks `slot` (a hot slot, a shared tag's) on the band and the strip. */
+function pick(slot, what) {
+  picked = slot;
+  marks.pick = [{ slot, kind: 'pick', label: `${what}: slot ${slot}` }];
+  $('band-detail').textContent = `${what} is slot ${slot}, on ${ownerText(slot)}`;
+  redrawBand();
 }
 
 // ---- churn, played out ------------------------------------------------------
@@ -513,7 +592,10 @@ $('played-event').addEventListener('change', play);
 $('bench-run').addEventListener('click', benchmark);
 useDemoMap();
 simulate();
+viewFromUrl();
 playedFromUrl();
 play();
 $('status').textContent = 'Core loaded. Routing with the demo map.';
 document.body.dataset.ready = 'true';
+updateKey();
+routeCommand();

@@ -34,3 +34,16 @@ export async function launchChromium(viewport) {
     },
   };
 }
+
+/**
+ * The serious and critical accessibility violations axe-core (from npm)
+ * finds on the page as it stands: `[{id, impact, nodes: [selector]}]`.
+ */
+export async function seriousViolations(page) {
+  const axe = new URL('../../node_modules/axe-core/axe.min.js', import.meta.url).pathname;
+  await page.addScriptTag({ path: axe });
+  const violations = await page.evaluate(async () => (await window.axe.run(document)).violations);
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+}

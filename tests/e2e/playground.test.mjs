@@ -7,7 +7,7 @@ import { utf16Units } from './utf16.mjs';
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchChromium, serveStatic } from './browser.mjs';
+import { launchChromium, seriousViolations, serveStatic } from './browser.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const web = join(root, 'web');
@@ -140,7 +140,7 @@ test('the demo map looks like a real cluster: six distinct ids, replicas name th
 test('many keys: per-node bars, hot slots and shared tags', async () => {
   await page.click('#keys-sample');
   const analysis = await page.textContent('#analysis');
-  assert.match(analysis, /^\s*10,000 keys\./);
+  assert.match(analysis, /\b10,000 keys\./);
   assert.equal(await page.locator('#analysis .bars').first().locator('.bar-row').count(), 6);
   assert.match(analysis, /keys, one slot/);
 });
@@ -166,6 +166,87 @@ test('the churn simulator shows what the client does', async () => {
   await page.fill('#churn-script', 'Moved, Bogus');
   await page.click('#churn-run');
   assert.match(await page.textContent('#churn-error'), /unknown outcome 'Bogus'/);
+});
+
+/** The band's geometry: its box, and each master's ranges' total width. */
+async function band() {
+  return page.evaluate(() => {
+    const svg = document.querySelector('#band svg');
+    const box = svg.getBoundingClientRect();
+    const widths = {};
+    for (const r of svg.querySelectorAll('rect.range')) {
+      widths[r.dataset.node] = (widths[r.dataset.node] ?? 0) + r.getBoundingClientRect().width;
+    }
+    return { left: box.left, width: box.width, widths };
+  });
+}
+
+test('the slot space is drawn to scale, and redrawn for a pasted map', async () => {
+  const check = async (expected) => {
+    const { width, widths } = await band();
+    for (const [node, slots] of Object.entries(expected)) {
+      const want = (width * slots) / 16384;
+      assert.ok(Math.abs(widths[node] - want) <= 1, `#${node}: ${widths[node]} px for ${slots} slots, want ${want}`);
+    }
+  };
+  await check({ 0: 5461, 1: 5462, 2: 5461 });
+  // A lopsided map, with one slot migrating: redrawn, hatched there.
+  const a = 'a'.repeat(40), b = 'b'.repeat(40);
+  await page.fill('#map-text', `${a} 10.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-11999 [42->-${b}]
+${b} 10.0.0.2:7000@17000 master - 0 0 2 connected 12000-16383 [42-<-${a}]`);
+  await page.click('#map-apply');
+  await check({ 0: 12000, 1: 4384 });
+  const hatched = await page.locator('#band rect.moving').evaluateAll((rs) => rs.map((r) => [r.dataset.moving, r.dataset.direction, r.getAttribute('fill')]));
+  assert.deepEqual(hatched, [['42', 'to', 'url(#hatch)'], ['42', 'from', 'url(#hatch)']]);
+  // Focusing a range says what it holds.
+  await page.focus('#band rect.range[data-node="1"]');
+  assert.match(await page.textContent('#band-detail'), /slots 12000–16383 \(4384\): master #1 10\.0\.0\.2:7000/);
+  await page.click('#map-demo');
+  await check({ 0: 5461, 1: 5462, 2: 5461 });
+});
+
+test('the key and the command are marked where they land', async () => {
+  const markX = (kind) => page.locator(`#band g[data-mark="${kind}"] line`).evaluateAll((ls) => ls.map((l) => {
+    const box = l.getBoundingClientRect();
+    return [Number(l.parentNode.dataset.slot), box.left + box.width / 2];
+  }));
+  await page.fill('#key', '{user1000}.following');
+  const { left, width } = await band();
+  const [[slot, x]] = await markX('key');
+  assert.equal(slot, 3443);
+  assert.ok(Math.abs(x - (left + (width * (3443 + 0.5)) / 16384)) <= 1, `the mark at ${x}`);
+  await page.fill('#cmd', 'MSET {u1}:a 1 {u1}:b 2');
+  assert.equal((await markX('cmd')).length, 1, 'co-located keys share one mark');
+  await page.fill('#cmd', 'MSET a 1 b 2');
+  const apart = await markX('cross');
+  assert.deepEqual(apart.map(([s]) => s).sort((p, q) => p - q), [zaris.slotForBytes(new TextEncoder().encode('b')), zaris.slotForBytes(new TextEncoder().encode('a'))].sort((p, q) => p - q));
+  // The view is in the URL.
+  const url = new URL(page.url());
+  const state = new URLSearchParams(url.hash.slice(1));
+  assert.equal(state.get('key'), '{user1000}.following');
+  assert.equal(state.get('cmd'), 'MSET a 1 b 2');
+  await page.fill('#cmd', 'MSET {u1}:a 1 {u1}:b 2');
+});
+
+test('many keys: a density strip, the imbalance, and hot slots that mark their place', async () => {
+  await page.click('#keys-sample');
+  await page.waitForSelector('#density svg');
+  const columns = await page.locator('#density rect[data-column]').count();
+  assert.ok(columns > 900, `${columns} columns of 1024 hold keys`);
+  const total = await page.locator('#density rect[data-column]').evaluateAll((rs) => rs.reduce((n, r) => n + Number(r.dataset.keys), 0));
+  assert.equal(total, 10_000);
+  assert.match(await page.textContent('#imbalance'), /over the mean\): 1\.\d\d/);
+  const hot = page.locator('#analysis button[data-pick]').first();
+  const slot = Number(await hot.getAttribute('data-pick'));
+  await hot.click();
+  assert.equal(await page.locator(`#band g[data-mark="pick"][data-slot="${slot}"]`).count(), 1);
+  assert.equal(await page.locator(`#density rect[data-mark="pick"][data-slot="${slot}"]`).count(), 1);
+  assert.match(await page.textContent('#band-detail'), new RegExp(`slot ${slot}, on #\\d`));
+});
+
+test('accessibility: axe-core finds no serious or critical violation', async () => {
+  const found = await seriousViolations(page);
+  assert.deepEqual(found, []);
 });
 
 test('churn, played out: a kill of master 2 shows the core\'s own totals for three clients', async () => {

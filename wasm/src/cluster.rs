@@ -18,6 +18,9 @@ struct Node {
     replica_of: Option<String>,
     /// Flagged `fail` (or `fail?`) by the cluster.
     failing: bool,
+    /// Slots it is moving, `[slot->-id]` (true) or `[slot-<-id]` (false),
+    /// with the other node's id.
+    moving: Vec<(u16, bool, String)>,
 }
 
 /// A cluster map: nodes, and which node serves each of the 16384 slots.
@@ -113,11 +116,21 @@ impl ClusterMap {
         let mut ranges: Vec<(usize, u16, u16, usize)> = Vec::new();
         for node in parse_cluster_nodes(text) {
             let node = node.map_err(|e| err(e.line, e.kind.to_string()))?;
+            let mut moving = Vec::new();
             for slot in node.slots() {
                 // `[slot->-id]` and `[slot-<-id]`: a migration in progress;
                 // the owner is still the node that lists the slot plainly.
-                if let Ok(SlotEntry::Served { first, last }) = slot {
-                    ranges.push((node.line, first, last, nodes.len()));
+                match slot {
+                    Ok(SlotEntry::Served { first, last }) => {
+                        ranges.push((node.line, first, last, nodes.len()));
+                    }
+                    Ok(SlotEntry::Migrating { slot, to }) => {
+                        moving.push((slot, true, to.to_owned()))
+                    }
+                    Ok(SlotEntry::Importing { slot, from }) => {
+                        moving.push((slot, false, from.to_owned()));
+                    }
+                    Err(_) => {}
                 }
             }
             nodes.push(Node {
@@ -128,6 +141,7 @@ impl ClusterMap {
                     .filter(|_| node.flags.replica)
                     .map(str::to_owned),
                 failing: node.flags.fail || node.flags.possibly_failing,
+                moving,
             });
         }
         if nodes.is_empty() {
@@ -167,6 +181,7 @@ impl ClusterMap {
                     None => None,
                 },
                 failing: false,
+                moving: Vec::new(),
             });
         }
         if nodes.is_empty() {
@@ -317,8 +332,10 @@ impl ClusterMap {
     }
 
     /// The nodes as JSON: `[{id, addr, replica_of, master_addr, failing,
-    /// slots, ranges}]`: a replica's master by id and by address, `slots`
-    /// counting the slots each serves and `ranges` listing them.
+    /// slots, ranges, moving}]`: a replica's master by id and by address,
+    /// `slots` counting the slots each serves, `ranges` listing them, and
+    /// `moving` the slots it is migrating (`[slot, "to", id]`) or importing
+    /// (`[slot, "from", id]`).
     #[wasm_bindgen(js_name = nodesJson)]
     #[must_use]
     pub fn nodes_json(&self) -> String {
@@ -345,6 +362,7 @@ impl ClusterMap {
                 .bool("failing", node.failing)
                 .num("slots", slots[i].into())
                 .raw("ranges", &format!("[{}]", ranges[i]))
+                .raw("moving", &moving_json(&node.moving))
                 .close();
         }
         out.push(']');
@@ -392,6 +410,24 @@ impl ClusterMap {
     }
 }
 
+/// A node's moving slots as `[[slot, "to"|"from", id], ...]`.
+fn moving_json(moving: &[(u16, bool, String)]) -> String {
+    let mut out = String::from("[");
+    for (i, (slot, out_going, other)) in moving.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "[{slot},\"{}\",",
+            if *out_going { "to" } else { "from" }
+        ));
+        json::string(&mut out, other);
+        out.push(']');
+    }
+    out.push(']');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +458,12 @@ e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001,hostname1 myself,
             Some("e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca")
         );
         assert_eq!(map.nodes[1].addr, "127.0.0.1:30002");
+        let nodes: serde_json::Value = serde_json::from_str(&map.nodes_json()).unwrap();
+        assert_eq!(
+            nodes[5]["moving"],
+            serde_json::json!([[93, "to", "292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f"]])
+        );
+        assert_eq!(nodes[1]["moving"], serde_json::json!([]));
     }
 
     #[test]
