@@ -1,6 +1,7 @@
 //! The project's speed bars, checked against a recorded run. The dashboard
 //! prints every bar with its verdict, met or not.
 
+pub use crate::bar::Bar;
 use crate::Record;
 
 /// The key lengths with a speed-up bar, and the factor needed over each peer.
@@ -14,19 +15,6 @@ pub const BAR_GROUP: &str = "slot-ascii";
 
 /// Route lookup may add at most this much over `slot_for_key` (ns).
 pub const ROUTE_OVERHEAD_NS: f64 = 2.0;
-
-/// One bar and how the run did against it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bar {
-    /// What is measured, in words.
-    pub what: String,
-    /// What it must reach.
-    pub needed: String,
-    /// What the run measured (`None`: not measured, which fails the bar).
-    pub measured: Option<String>,
-    /// Whether it holds.
-    pub met: bool,
-}
 
 /// The speed-up of `zaris` over `peer` in `group` at `len` bytes.
 #[must_use]
@@ -48,6 +36,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
                 needed: format!("≥ {needed}x"),
                 measured: got.map(|x| format!("{x:.1}x")),
                 met: got.is_some_and(|x| x >= needed),
+                floor: None,
             });
         }
     }
@@ -61,6 +50,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
         needed: format!("≤ {ROUTE_OVERHEAD_NS} ns"),
         measured: overhead.map(|ns| format!("{ns:+.2} ns")),
         met: overhead.is_some_and(|ns| ns <= ROUTE_OVERHEAD_NS),
+        floor: None,
     });
     let worst = record
         .allocations_per_op
@@ -80,6 +70,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
             }
         }),
         met: worst.is_some_and(|(_, n)| *n == 0.0),
+        floor: None,
     });
     bars
 }

@@ -10,6 +10,7 @@
 //!
 //! `just bench` does all of it; `just bench-compare` prints the comparison.
 
+pub mod bar;
 pub mod bars;
 pub mod charts;
 pub mod compare;

@@ -92,9 +92,14 @@ figcaption { padding: .25rem .5rem; font-size: .9rem; color: #555; }
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: #fff; }
 th, td { border: 1px solid #ddd; padding: .2rem .5rem; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
-.met { color: #1e7b34; } .missed { color: #b3261e; font-weight: bold; }
+.met { color: #1e7b34; } .missed { color: #b3261e; font-weight: bold; } .floor { color: #7a5200; }
 .verdict { padding: .5rem .75rem; border-left: 4px solid; background: #fff; }
-.verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; }
+.verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; } .verdict.floor { border-color: #c99a2e; }
+.scroll:focus-visible { outline: 3px solid #8ab4f8; }
+table#bars { width: 100%; table-layout: fixed; }
+#bars td, #bars th { white-space: normal; overflow-wrap: anywhere; text-align: left; vertical-align: top; }
+#bars col.what { width: 38%; } #bars col.needed { width: 14%; } #bars col.measured { width: 34%; } #bars col.verdict { width: 14%; }
+#bars td.floor small { display: block; color: #555; font-weight: normal; }
 ";
 
 /// The start of a dashboard page titled `title`: its head, with the
@@ -117,13 +122,23 @@ const HEADER: &str = r#"<header>
 "#;
 
 fn bars_section(html: &mut String, bars: &[Bar]) {
-    let missed: Vec<&Bar> = bars.iter().filter(|b| !b.met).collect();
+    let missed: Vec<&Bar> = bars.iter().filter(|b| b.missed()).collect();
+    let at_floor = bars.iter().filter(|b| !b.met && b.floor.is_some()).count();
     html.push_str("<h2>Bars</h2>\n");
-    if missed.is_empty() {
+    if missed.is_empty() && at_floor == 0 {
         let _ = writeln!(
             html,
             "<p class=\"verdict met\" id=\"verdict\">All {} bars are met in the latest run.</p>",
             bars.len()
+        );
+    } else if missed.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict floor\" id=\"verdict\">{} of {} bars are met in the latest run; {at_floor} \
+             {} at the engine's physical floor (below what its bar asks; the floor's figure is given).</p>",
+            bars.len() - at_floor,
+            bars.len(),
+            if at_floor == 1 { "is" } else { "are" }
         );
     } else {
         let names: Vec<String> = missed.iter().map(|b| escape(&b.what)).collect();
@@ -135,22 +150,28 @@ fn bars_section(html: &mut String, bars: &[Bar]) {
             names.join("; ")
         );
     }
-    html.push_str("<div class=\"scroll\"><table id=\"bars\"><tr><th>bar</th><th>needed</th><th>measured</th><th>verdict</th></tr>\n");
+    html.push_str("<table id=\"bars\"><colgroup><col class=\"what\"><col class=\"needed\"><col class=\"measured\"><col class=\"verdict\"></colgroup>\n<tr><th>bar</th><th>needed</th><th>measured</th><th>verdict</th></tr>\n");
     for bar in bars {
-        let (class, verdict) = if bar.met {
-            ("met", "met")
-        } else {
-            ("missed", "NOT met")
+        let class = match bar.verdict() {
+            "met" => "met",
+            "at the floor" => "floor",
+            _ => "missed",
         };
+        let floor = bar
+            .floor
+            .as_deref()
+            .map(|f| format!("<small>{}</small>", escape(f)))
+            .unwrap_or_default();
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{verdict}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}{floor}</td></tr>",
             escape(&bar.what),
             escape(&bar.needed),
             escape(bar.measured.as_deref().unwrap_or("not measured")),
+            bar.verdict(),
         );
     }
-    html.push_str("</table></div>\n");
+    html.push_str("</table>\n");
 }
 
 fn machine_section(html: &mut String, r: &Record) {
@@ -181,7 +202,7 @@ fn slot_tables(html: &mut String, r: &Record) {
         );
         let _ = write!(
             html,
-            "<div class=\"scroll\"><table id=\"{group}\"><tr><th>bytes</th>"
+            "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{group} table\"><table id=\"{group}\"><tr><th>bytes</th>"
         );
         for imp in SLOT_IMPLS {
             let _ = write!(html, "<th>{imp}</th>");
@@ -238,7 +259,7 @@ fn engines_section(html: &mut String, r: &Record) {
         }
         let _ = write!(
             html,
-            "<div class=\"scroll\"><table id=\"engines-{kind}\"><tr><th>{} keys, bytes</th>",
+            "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{kind} keys by engine\"><table id=\"engines-{kind}\"><tr><th>{} keys, bytes</th>",
             if kind == "ascii" {
                 "untagged"
             } else {
@@ -279,7 +300,7 @@ fn simple_table(html: &mut String, title: &str, group: &str, names: &[&str], r: 
 fn simple_rows(html: &mut String, group: &str, names: &[&str], r: &Record) {
     let _ = writeln!(
         html,
-        "<div class=\"scroll\"><table id=\"{group}\"><tr><th>benchmark</th><th>median ns</th></tr>"
+        "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{group} table\"><table id=\"{group}\"><tr><th>benchmark</th><th>median ns</th></tr>"
     );
     for name in names {
         let _ = writeln!(
@@ -294,7 +315,7 @@ fn simple_rows(html: &mut String, group: &str, names: &[&str], r: &Record) {
 
 fn allocations(html: &mut String, r: &Record) {
     html.push_str("<h2>Heap allocations per operation (counting allocator)</h2>\n");
-    html.push_str("<div class=\"scroll\"><table id=\"allocations\"><tr><th>operation</th><th>allocations</th></tr>\n");
+    html.push_str("<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"allocations table\"><table id=\"allocations\"><tr><th>operation</th><th>allocations</th></tr>\n");
     for (op, n) in &r.allocations_per_op {
         let _ = writeln!(html, "<tr><td>{}</td><td>{n}</td></tr>", escape(op));
     }
@@ -302,7 +323,7 @@ fn allocations(html: &mut String, r: &Record) {
 }
 
 fn history_section(html: &mut String, history: &[Record]) {
-    html.push_str("<h2>Recorded runs</h2>\n<div class=\"scroll\"><table id=\"history\"><tr><th>commit</th><th>date</th><th>CPU</th><th>zaris 256 B ns</th></tr>\n");
+    html.push_str("<h2>Recorded runs</h2>\n<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"recorded runs\"><table id=\"history\"><tr><th>commit</th><th>date</th><th>CPU</th><th>zaris 256 B ns</th></tr>\n");
     for r in history.iter().rev() {
         let _ = writeln!(
             html,

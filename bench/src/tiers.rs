@@ -18,7 +18,7 @@
 //! of that engine's physical reach, the verdict says what its carry-less
 //! multiplies alone cost at this clock.
 
-use crate::bars::Bar;
+use crate::bar::Bar;
 use crate::keys::LENGTHS;
 use crate::Record;
 
@@ -157,6 +157,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
                 .as_ref()
                 .map(|(r, peer, len)| format!("{r:.1}x (worst: {peer}, {len} B)")),
             met: got.is_some_and(|(r, _, _)| r >= SHORT_SPEEDUP),
+            floor: None,
         });
 
         let got = worst_ratio(record, &ours, &["crc-slice16", "crc-fast"], &short);
@@ -173,37 +174,46 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
                 )
             }),
             met: got.is_some_and(|(r, _, _)| r >= 1.0),
+            floor: None,
         });
 
         let got = worst_ratio(record, &ours, &["crc-fast"], &long);
-        let floor = got.as_ref().and_then(|&(ratio, _, len)| {
-            if ratio >= LONG_SPEEDUP {
-                return None;
-            }
-            let needed = figure(record, "ascii", "crc-fast", len)? / LONG_SPEEDUP;
-            let floor = fold_floor_ns(record, engine, len)?;
-            if floor <= needed {
-                return without_the_rule(record, engine, "crc-fast", len);
-            }
-            let what = if products_per_instruction(engine).is_some() {
-                "its multiplies alone take".to_owned()
-            } else {
-                format!("one table look-up a byte, at {LOADS_PER_CYCLE} loads a cycle, alone takes")
-            };
-            Some(format!(
-                "; out of this engine's reach: {LONG_SPEEDUP}x needs {needed:.0} ns, {what} {floor:.0} ns at this clock"
-            ))
-        });
+        // A miss is either within the engine's reach (then how much the
+        // hash-tag rule costs is said) or below its floor: crc-fast runs
+        // its widest code here and cannot be held to this engine's width,
+        // so the fair verdict is the floor, with its figure.
+        let (note, floor) = got
+            .as_ref()
+            .and_then(|&(ratio, _, len)| {
+                if ratio >= LONG_SPEEDUP {
+                    return None;
+                }
+                let needed = figure(record, "ascii", "crc-fast", len)? / LONG_SPEEDUP;
+                let floor = fold_floor_ns(record, engine, len)?;
+                if floor <= needed {
+                    return Some((without_the_rule(record, engine, "crc-fast", len), None));
+                }
+                let what = if products_per_instruction(engine).is_some() {
+                    "its multiplies alone take".to_owned()
+                } else {
+                    format!("one table look-up a byte, at {LOADS_PER_CYCLE} loads a cycle, alone takes")
+                };
+                Some((
+                    None,
+                    Some(format!(
+                        "out of this engine's reach: {LONG_SPEEDUP}x needs {needed:.0} ns at {len} B, {what} {floor:.0} ns at this clock"
+                    )),
+                ))
+            })
+            .unwrap_or((None, None));
         bars.push(Bar {
             what: format!("{who} vs crc-fast, 256-byte to 4-KiB keys"),
             needed: format!("≥ {LONG_SPEEDUP}x"),
-            measured: got.as_ref().map(|(r, _, len)| {
-                format!(
-                    "{r:.2}x (worst: {len} B){}",
-                    floor.clone().unwrap_or_default()
-                )
-            }),
+            measured: got
+                .as_ref()
+                .map(|(r, _, len)| format!("{r:.2}x (worst: {len} B){}", note.unwrap_or_default())),
             met: got.is_some_and(|(r, _, _)| r >= LONG_SPEEDUP),
+            floor,
         });
 
         let extra: Option<Vec<(usize, f64)>> = LENGTHS
@@ -222,6 +232,7 @@ pub fn evaluate(record: &Record) -> Vec<Bar> {
             needed: format!("≤ +{TAGGED_EXTRA_NS:.0} ns at every length"),
             measured: worst.map(|(len, ns)| format!("{ns:+.2} ns (worst: {len} B)")),
             met: worst.is_some_and(|(_, ns)| ns <= TAGGED_EXTRA_NS),
+            floor: None,
         });
     }
     bars
@@ -284,8 +295,10 @@ mod tests {
         let long = &bars[6];
         assert!(!long.met);
         // 4 KiB on 512-bit lanes: 4096 / 16 * 2 / 4 = 128 cycles of 0.4 ns.
-        let text = long.measured.as_deref().unwrap();
+        let text = long.floor.as_deref().unwrap();
         assert!(text.contains("its multiplies alone take 51 ns"), "{text}");
+        assert_eq!(long.verdict(), "at the floor", "not a plain miss");
+        assert!(!long.missed());
     }
 
     #[test]

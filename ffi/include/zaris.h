@@ -114,6 +114,15 @@
 // A bound was reached (`stop_reason`): hand the caller the last outcome.
 #define ZARIS_DECISION_GIVE_UP 4
 
+// `zaris_refresh_decide`: start a map refresh.
+#define ZARIS_REFRESH_START 0
+
+// `zaris_refresh_decide`: one is in flight; wait for it.
+#define ZARIS_REFRESH_RIDE 1
+
+// `zaris_refresh_decide`: the last one ended within the interval; skip.
+#define ZARIS_REFRESH_DEBOUNCED 2
+
 // `zaris_decision.stop_reason`: none (the decision is not a give-up).
 #define ZARIS_STOP_NONE 0
 
@@ -273,6 +282,31 @@ int32_t zaris_retry_delay(uint32_t attempt,
                           int32_t status,
                           int64_t remaining_ms,
                           uint64_t *delay_ms);
+
+// Whether a map refresh asked for at `now_ms` starts (`ZARIS_REFRESH_START`),
+// rides the one in flight (`ZARIS_REFRESH_RIDE`) or is skipped
+// (`ZARIS_REFRESH_DEBOUNCED`), into `*ask`: the Zaris client's rule. The
+// last refresh ended at `last_done_ms` (negative: none yet); one is or is
+// not `in_flight`; refreshes never come closer than `min_interval_ms`
+// (500 in the client). Times are milliseconds on any one clock.
+int32_t zaris_refresh_decide(int64_t last_done_ms,
+                             bool in_flight,
+                             uint64_t now_ms,
+                             uint64_t min_interval_ms,
+                             int32_t *ask);
+
+// Until when a request whose slot has no owner able to answer (a dead
+// master not yet replaced) may wait for one, unsent, having waited since
+// `since_ms`, at `now_ms`: the refresh wait (`refresh_wait_ms`, 15000 in
+// the client) from then, never past `deadline_ms` (negative: none), into
+// `*until_ms`; -1 there once it may wait no longer (send it as any
+// request), or when `policy` allows one attempt only (NULL: the default).
+int32_t zaris_owner_wait_until(const zaris_retry_policy *policy,
+                               uint64_t since_ms,
+                               uint64_t now_ms,
+                               uint64_t refresh_wait_ms,
+                               int64_t deadline_ms,
+                               int64_t *until_ms);
 
 // The name of a `ZARIS_STATUS_*` ("Moved", ...), a static NUL-terminated
 // string, into `*name`.

@@ -44,8 +44,9 @@ use std::panic::{catch_unwind, UnwindSafe};
 use std::time::Duration;
 
 use zaris_core::{
-    parse_error_reply, retry_delay, segment_for_slot, CrcEngine, Decision, ErrorReply, KvStatus,
-    Outcome, ReplyError, RetryLoop, RetryPolicy, StopReason, TransportFailure, SLOT_COUNT,
+    owner_wait_until, parse_error_reply, retry_delay, segment_for_slot, CrcEngine, Decision,
+    ErrorReply, KvStatus, Outcome, RefreshAsk, RefreshGate, ReplyError, RetryLoop, RetryPolicy,
+    StopReason, TransportFailure, SLOT_COUNT,
 };
 
 /// Success.
@@ -123,6 +124,13 @@ pub const ZARIS_DECISION_FOLLOW_ASK: i32 = 2;
 pub const ZARIS_DECISION_RETRY: i32 = 3;
 /// A bound was reached (`stop_reason`): hand the caller the last outcome.
 pub const ZARIS_DECISION_GIVE_UP: i32 = 4;
+
+/// `zaris_refresh_decide`: start a map refresh.
+pub const ZARIS_REFRESH_START: i32 = 0;
+/// `zaris_refresh_decide`: one is in flight; wait for it.
+pub const ZARIS_REFRESH_RIDE: i32 = 1;
+/// `zaris_refresh_decide`: the last one ended within the interval; skip.
+pub const ZARIS_REFRESH_DEBOUNCED: i32 = 2;
 
 /// `zaris_decision.stop_reason`: none (the decision is not a give-up).
 pub const ZARIS_STOP_NONE: i32 = 0;
@@ -291,6 +299,18 @@ fn outcome_code(outcome: Outcome) -> zaris_outcome {
 }
 
 /// Milliseconds, negative for none.
+/// A C policy as the core's (NULL: the default).
+fn policy_of(policy: *const zaris_retry_policy) -> Result<RetryPolicy, i32> {
+    Ok(match raw::input(policy)? {
+        None => RetryPolicy::DEFAULT,
+        Some(p) => RetryPolicy {
+            max_attempts: p.max_attempts,
+            backoff: Duration::from_millis(p.backoff_ms),
+            deadline: millis(p.deadline_ms),
+        },
+    })
+}
+
 fn millis(ms: i64) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
 }
@@ -455,14 +475,7 @@ pub extern "C" fn zaris_retry_loop_init(
 ) -> i32 {
     code(|| {
         let state = raw::out(state)?;
-        let policy = match raw::input(policy)? {
-            None => RetryPolicy::DEFAULT,
-            Some(p) => RetryPolicy {
-                max_attempts: p.max_attempts,
-                backoff: Duration::from_millis(p.backoff_ms),
-                deadline: millis(p.deadline_ms),
-            },
-        };
+        let policy = policy_of(policy)?;
         let stored = Stored {
             magic: MAGIC,
             retries: RetryLoop::new(policy),
@@ -576,6 +589,66 @@ pub extern "C" fn zaris_retry_delay(
             millis(remaining_ms),
         );
         *raw::out(delay_ms)? = whole_millis(delay);
+        Ok(())
+    })
+}
+
+/// Whether a map refresh asked for at `now_ms` starts (`ZARIS_REFRESH_START`),
+/// rides the one in flight (`ZARIS_REFRESH_RIDE`) or is skipped
+/// (`ZARIS_REFRESH_DEBOUNCED`), into `*ask`: the Zaris client's rule. The
+/// last refresh ended at `last_done_ms` (negative: none yet); one is or is
+/// not `in_flight`; refreshes never come closer than `min_interval_ms`
+/// (500 in the client). Times are milliseconds on any one clock.
+#[no_mangle]
+pub extern "C" fn zaris_refresh_decide(
+    last_done_ms: i64,
+    in_flight: bool,
+    now_ms: u64,
+    min_interval_ms: u64,
+    ask: *mut i32,
+) -> i32 {
+    code(|| {
+        let decided = RefreshGate::decide(
+            millis(last_done_ms),
+            in_flight,
+            Duration::from_millis(now_ms),
+            Duration::from_millis(min_interval_ms),
+        );
+        *raw::out(ask)? = match decided {
+            RefreshAsk::Start => ZARIS_REFRESH_START,
+            RefreshAsk::Ride => ZARIS_REFRESH_RIDE,
+            RefreshAsk::Debounced => ZARIS_REFRESH_DEBOUNCED,
+        };
+        Ok(())
+    })
+}
+
+/// Until when a request whose slot has no owner able to answer (a dead
+/// master not yet replaced) may wait for one, unsent, having waited since
+/// `since_ms`, at `now_ms`: the refresh wait (`refresh_wait_ms`, 15000 in
+/// the client) from then, never past `deadline_ms` (negative: none), into
+/// `*until_ms`; -1 there once it may wait no longer (send it as any
+/// request), or when `policy` allows one attempt only (NULL: the default).
+#[no_mangle]
+pub extern "C" fn zaris_owner_wait_until(
+    policy: *const zaris_retry_policy,
+    since_ms: u64,
+    now_ms: u64,
+    refresh_wait_ms: u64,
+    deadline_ms: i64,
+    until_ms: *mut i64,
+) -> i32 {
+    code(|| {
+        let policy = policy_of(policy)?;
+        let until = owner_wait_until(
+            &policy,
+            Duration::from_millis(since_ms),
+            Duration::from_millis(now_ms),
+            Duration::from_millis(refresh_wait_ms),
+            millis(deadline_ms),
+        );
+        *raw::out(until_ms)? =
+            until.map_or(-1, |u| i64::try_from(u.as_millis()).unwrap_or(i64::MAX));
         Ok(())
     })
 }

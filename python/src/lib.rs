@@ -12,8 +12,9 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType,
 };
 use zaris_core::{
-    parse_error_reply as parse_reply, Decision, ErrorReply as CoreErrorReply, Outcome,
-    RetryLoop as CoreRetryLoop, RetryPolicy, StopReason, SLOT_COUNT,
+    owner_wait_until as core_owner_wait_until, parse_error_reply as parse_reply, Decision,
+    ErrorReply as CoreErrorReply, Outcome, RefreshAsk, RefreshGate, RetryLoop as CoreRetryLoop,
+    RetryPolicy, StopReason, SLOT_COUNT,
 };
 
 /// A key's bytes, encoded as redis-py's `Encoder.encode` encodes it:
@@ -301,6 +302,56 @@ impl RetryLoop {
     }
 }
 
+/// Whether a map refresh asked for at `now_ms` starts (`"start"`), rides
+/// the one in flight (`"ride"`) or is skipped (`"debounced"`): the Zaris
+/// client's rule. `last_done_ms`: when the last one ended (`None`: never).
+#[pyfunction]
+#[pyo3(signature = (last_done_ms, in_flight, now_ms, min_interval_ms=500))]
+fn refresh_decide(
+    last_done_ms: Option<u64>,
+    in_flight: bool,
+    now_ms: u64,
+    min_interval_ms: u64,
+) -> &'static str {
+    match RefreshGate::decide(
+        last_done_ms.map(Duration::from_millis),
+        in_flight,
+        Duration::from_millis(now_ms),
+        Duration::from_millis(min_interval_ms),
+    ) {
+        RefreshAsk::Start => "start",
+        RefreshAsk::Ride => "ride",
+        RefreshAsk::Debounced => "debounced",
+    }
+}
+
+/// Until when (ms) a request whose slot has no owner able to answer may
+/// wait for one, unsent, having waited since `since_ms`: the refresh wait
+/// from then, never past `deadline_ms`; `None` once it may wait no longer,
+/// or when `max_attempts` is 1 (retries off).
+#[pyfunction]
+#[pyo3(signature = (since_ms, now_ms, refresh_wait_ms=15_000, deadline_ms=None, max_attempts=3))]
+fn owner_wait_until(
+    since_ms: u64,
+    now_ms: u64,
+    refresh_wait_ms: u64,
+    deadline_ms: Option<u64>,
+    max_attempts: u32,
+) -> Option<u64> {
+    let policy = RetryPolicy {
+        max_attempts,
+        ..RetryPolicy::DEFAULT
+    };
+    core_owner_wait_until(
+        &policy,
+        Duration::from_millis(since_ms),
+        Duration::from_millis(now_ms),
+        Duration::from_millis(refresh_wait_ms),
+        deadline_ms.map(Duration::from_millis),
+    )
+    .map(|u| u64::try_from(u.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// The module.
 #[pymodule]
 fn _zaris(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -310,6 +361,8 @@ fn _zaris(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(segment_for_slot, m)?)?;
     m.add_function(wrap_pyfunction!(crc_engine, m)?)?;
     m.add_function(wrap_pyfunction!(parse_error_reply, m)?)?;
+    m.add_function(wrap_pyfunction!(refresh_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(owner_wait_until, m)?)?;
     m.add_class::<ErrorReply>()?;
     m.add_class::<Next>()?;
     m.add_class::<RetryLoop>()?;

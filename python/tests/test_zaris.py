@@ -212,3 +212,15 @@ def test_the_retry_machine_through_moved_ask_and_tryagain():
     assert (d.kind, d.stop_reason) == ("give_up", "deadline_reached")
     assert zaris.RetryLoop().record("Ok").kind == "return"
     assert zaris.crc_engine() in {"portable", "pclmulqdq", "vpclmulqdq256", "vpclmulqdq512", "pmull"}
+
+
+def test_the_refresh_rules_are_the_clients():
+    assert zaris.refresh_decide(None, False, 10) == "start"
+    assert zaris.refresh_decide(None, True, 11) == "ride"
+    assert zaris.refresh_decide(20, False, 519) == "debounced"
+    assert zaris.refresh_decide(20, False, 520) == "start"
+    assert zaris.refresh_decide(20, False, 120, min_interval_ms=100) == "start"
+    assert zaris.owner_wait_until(100, 200) == 15_100
+    assert zaris.owner_wait_until(100, 200, deadline_ms=3_000) == 3_000
+    assert zaris.owner_wait_until(100, 15_100) is None
+    assert zaris.owner_wait_until(0, 1, max_attempts=1) is None

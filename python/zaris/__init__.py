@@ -30,7 +30,9 @@ from zaris._zaris import (
     hash_tag,
     key_slot,
     key_slots,
+    owner_wait_until,
     parse_error_reply,
+    refresh_decide,
     segment_for_slot,
 )
 
@@ -44,6 +46,8 @@ __all__ = [
     "hash_tag",
     "key_slot",
     "key_slots",
+    "owner_wait_until",
     "parse_error_reply",
+    "refresh_decide",
     "segment_for_slot",
 ]

@@ -65,3 +65,17 @@ class RetryLoop:
     @property
     def attempts(self) -> int:
         """Attempts recorded so far."""
+
+def refresh_decide(
+    last_done_ms: Optional[int], in_flight: bool, now_ms: int, min_interval_ms: int = 500
+) -> Literal["start", "ride", "debounced"]:
+    """Whether a map refresh asked for now starts, rides the one in flight, or is skipped."""
+
+def owner_wait_until(
+    since_ms: int,
+    now_ms: int,
+    refresh_wait_ms: int = 15_000,
+    deadline_ms: Optional[int] = None,
+    max_attempts: int = 3,
+) -> Optional[int]:
+    """Until when a request for a dead owner may wait, unsent; ``None`` once it may not."""

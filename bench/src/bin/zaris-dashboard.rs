@@ -169,7 +169,7 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
         );
     }
     for bar in bars::evaluate(&record) {
-        let verdict = if bar.met { "met" } else { "NOT MET" };
+        let verdict = bar.verdict();
         println!(
             "{verdict:>8}  {} (needed {}, measured {})",
             bar.what,

@@ -266,6 +266,19 @@ static void check_replies_and_retries(void) {
     CHECK(zaris_transport_failure_name(ZARIS_TRANSPORT_TIMED_OUT, &name) == ZARIS_OK && strcmp(name, "TimedOut") == 0,
           "transport name");
     CHECK(strlen(zaris_crc_engine()) > 0, "engine name");
+    /* The refresh's rules, as the client keeps them. */
+    int refresh = -1;
+    CHECK(zaris_refresh_decide(-1, false, 10, 500, &refresh) == ZARIS_OK && refresh == ZARIS_REFRESH_START, "first refresh");
+    CHECK(zaris_refresh_decide(-1, true, 11, 500, &refresh) == ZARIS_OK && refresh == ZARIS_REFRESH_RIDE, "ride");
+    CHECK(zaris_refresh_decide(20, false, 519, 500, &refresh) == ZARIS_OK && refresh == ZARIS_REFRESH_DEBOUNCED, "debounced");
+    CHECK(zaris_refresh_decide(20, false, 520, 500, &refresh) == ZARIS_OK && refresh == ZARIS_REFRESH_START, "interval passed");
+    CHECK(zaris_refresh_decide(20, false, 520, 500, NULL) == ZARIS_ERR_NULL, "null out");
+    int64_t until = 0;
+    CHECK(zaris_owner_wait_until(NULL, 100, 200, 15000, -1, &until) == ZARIS_OK && until == 15100, "wait %lld", (long long)until);
+    CHECK(zaris_owner_wait_until(NULL, 100, 200, 15000, 3000, &until) == ZARIS_OK && until == 3000, "never past the deadline");
+    CHECK(zaris_owner_wait_until(NULL, 100, 15100, 15000, -1, &until) == ZARIS_OK && until == -1, "waited out");
+    zaris_retry_policy once = {1, 100, -1};
+    CHECK(zaris_owner_wait_until(&once, 0, 1, 15000, -1, &until) == ZARIS_OK && until == -1, "no retries, no wait");
 }
 
 int main(int argc, char **argv) {
