@@ -536,6 +536,48 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
 /// `--tasks N`: one concurrency; `--batch N`, `--in-flight N`: one
 /// pipeline shape; `--no-single`, `--no-pipeline`,
 /// `--no-failover`: skip a phase.
+/// The run's rows: into `target/bench-client/last.json` always, and into
+/// `bench/client-history.jsonl` (the dashboard's client page) unless the run
+/// was quick (noisier) or asked not to be recorded.
+fn save(server: &str, cores: usize, rows: Vec<zaris_bench::clients::ClientRow>, scratch: bool) {
+    if rows.is_empty() {
+        return;
+    }
+    let run = zaris_bench::clients::ClientRun {
+        commit: zaris_bench::history::this_commit(),
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        cpu: zaris_bench::history::this_cpu(),
+        cpus: cores,
+        server: server.to_owned(),
+        rows,
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench/ sits in the workspace")
+        .to_owned();
+    let scratch_dir = root.join("target/bench-client");
+    let written = std::fs::create_dir_all(&scratch_dir).and_then(|()| {
+        std::fs::write(
+            scratch_dir.join("last.json"),
+            serde_json::to_string_pretty(&run).unwrap_or_default(),
+        )
+    });
+    if let Err(e) = written {
+        println!("could not write target/bench-client/last.json: {e}");
+    }
+    if scratch {
+        println!("   (not recorded: --quick or --no-record; the rows are in target/bench-client/last.json)");
+        return;
+    }
+    let history = root.join("bench/client-history.jsonl");
+    match zaris_bench::clients::append(&history, &run) {
+        Ok(()) => {
+            println!("   recorded in bench/client-history.jsonl (the dashboard's client page)")
+        }
+        Err(e) => println!("could not record the run: {e:#}"),
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| {
@@ -585,6 +627,21 @@ fn main() {
         })
         .collect();
 
+    // What the run records (`bench/client-history.jsonl`), as the dashboard
+    // charts it per commit.
+    let mut recorded: Vec<zaris_bench::clients::ClientRow> = Vec::new();
+    let mut record = |scenario: String, summaries: &[Summary]| {
+        for s in summaries {
+            recorded.push(zaris_bench::clients::ClientRow {
+                scenario: scenario.clone(),
+                client: s.name.to_owned(),
+                ops_per_sec: s.ops_per_sec,
+                cpu_us_per_op: s.cpu,
+                user_us_per_op: s.user,
+                system_us_per_op: s.system,
+            });
+        }
+    };
     if !has("--no-single") {
         println!(
             "==> [1/3] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
@@ -623,6 +680,8 @@ fn main() {
                 );
             }
             ratios(&tasks.to_string(), &summaries);
+            let plural = if tasks == 1 { "" } else { "s" };
+            record(format!("{tasks} task{plural}"), &summaries);
         }
     }
 
@@ -694,12 +753,19 @@ fn main() {
                     );
                 }
                 ratios(&format!("{size}x{in_flight}"), &summaries);
+                record(format!("pipelines {size} x {in_flight}"), &summaries);
             }
         }
         println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
     }
     drop(drivers);
     drop(cluster);
+    save(
+        &server,
+        cores,
+        recorded,
+        has("--quick") || has("--no-record"),
+    );
 
     if has("--no-failover") {
         return;

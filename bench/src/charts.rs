@@ -300,8 +300,7 @@ fn route_chart(record: &Record, title: &str) -> Result<String> {
 }
 
 fn trend_chart(history: &[Record], title: &str) -> Result<String> {
-    let runs = history.len();
-    let series: Vec<(&str, Vec<(f64, f64)>)> = TREND_IDS
+    let series: Vec<(String, Vec<(f64, f64)>)> = TREND_IDS
         .iter()
         .map(|&id| {
             let points = history
@@ -309,11 +308,26 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
                 .enumerate()
                 .filter_map(|(i, r)| Some(((i + 1) as f64, r.median(id)?)))
                 .collect();
-            (id, points)
+            (id.to_owned(), points)
         })
         .collect();
-    let y = log_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)));
     let commits: Vec<&str> = history.iter().map(Record::short_commit).collect();
+    trend(title, "median ns", &commits, &series)
+}
+
+/// A chart of `series` over recorded runs (x: run number from 1, labelled
+/// with `commits`), on a log scale labelled `y_desc`.
+///
+/// # Errors
+/// Plotting failed.
+pub fn trend(
+    title: &str,
+    y_desc: &str,
+    commits: &[&str],
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String> {
+    let runs = commits.len();
+    let y = log_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)));
     // Empty runs to the right keep the legend off the latest points.
     let legend_room = (runs as f64 * 0.4).max(1.0);
     svg(|root| {
@@ -326,7 +340,7 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
         chart
             .configure_mesh()
             .x_desc("recorded run (commit)")
-            .y_desc("median ns")
+            .y_desc(y_desc)
             .x_labels((runs + legend_room.ceil() as usize + 1).min(24))
             .x_label_formatter(&|x| {
                 // Label whole run numbers only, with their commit.
@@ -338,8 +352,8 @@ fn trend_chart(history: &[Record], title: &str) -> Result<String> {
             .y_label_formatter(&|y| format!("{y}"))
             .draw()
             .map_err(plot_err)?;
-        for (i, (id, points)) in series.into_iter().enumerate() {
-            line_with_points(&mut chart, id, points, PALETTE[i % PALETTE.len()])?;
+        for (i, (id, points)) in series.iter().enumerate() {
+            line_with_points(&mut chart, id, points.clone(), PALETTE[i % PALETTE.len()])?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     })

@@ -62,6 +62,30 @@ impl Record {
     }
 }
 
+/// The commit this tree is at (`git describe --always --dirty
+/// --abbrev=12`), `unknown` outside a checkout.
+#[must_use]
+pub fn this_commit() -> String {
+    std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty", "--abbrev=12"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// This machine's CPU as runs are compared on ([`cpu_identity`]), the
+/// architecture's name where `/proc/cpuinfo` says nothing.
+#[must_use]
+pub fn this_cpu() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| cpu_identity(&info))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}
+
 /// The CPU a run is compared on, from the text of `/proc/cpuinfo`: the
 /// model name, then the family, model and stepping numbers where they are
 /// given (x86). Virtual machines name different parts alike ("Intel(R)

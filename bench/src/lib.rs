@@ -13,6 +13,7 @@
 pub mod bar;
 pub mod bars;
 pub mod charts;
+pub mod clients;
 pub mod compare;
 pub mod criterion;
 pub mod history;

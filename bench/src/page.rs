@@ -117,7 +117,7 @@ pub fn start(title: &str) -> String {
 
 const HEADER: &str = r#"<header>
 <h1>Zaris benchmark dashboard</h1>
-<p>What routing one request costs: <code>slot_for_key</code> and route lookup against the peers a Redis Cluster client would use instead, from one criterion run (<code>just bench</code>), tracked per commit. <a href="reliability.html">Reliability: the nemesis soak</a> · <a href="../index.html">back to the playground</a>.</p>
+<p>What routing one request costs: <code>slot_for_key</code> and route lookup against the peers a Redis Cluster client would use instead, from one criterion run (<code>just bench</code>), tracked per commit. <a href="client.html">The client: Zaris, fred and redis-rs per commit</a> · <a href="reliability.html">Reliability: the nemesis soak</a> · <a href="../index.html">back to the playground</a>.</p>
 </header>
 "#;
 

@@ -92,9 +92,8 @@ fn random() -> u64 {
 
 /// A node that refuses connections is tried again this often by the
 /// requests that wait for it (a master restarted without a failover comes
-/// back this way); the map's refresh interval, so a dead node costs no
-/// more connection attempts than map refreshes.
-const PROBE_INTERVAL_MS: u64 = 500;
+/// back this way): the core's rule.
+const PROBE_INTERVAL_MS: u64 = zaris_core::OWNER_PROBE_INTERVAL.as_millis() as u64;
 
 /// A replica whose connection failed is passed over for reads this long,
 /// then tried again.

@@ -24,7 +24,10 @@
 
 use core::time::Duration;
 
-use crate::refresh::{owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate};
+use crate::refresh::{
+    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate,
+    OWNER_PROBE_INTERVAL as PROBE_INTERVAL,
+};
 use crate::retry::{Decision, Outcome, RetryLoop};
 use crate::status::KvStatus;
 use crate::{
@@ -35,9 +38,6 @@ use crate::{
 pub const MAX_CHURN_REQUESTS: usize = 2048;
 /// The most masters (each has one replica).
 pub const MAX_CHURN_MASTERS: u8 = 8;
-
-/// A dead owner's waiting requests try it this often.
-const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What happens to the cluster at [`ChurnScenario::event_at`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -83,8 +83,8 @@ pub use policy::{
 };
 pub use redirect::{parse_error_reply, ErrorReply, Redirect, ReplyError};
 pub use refresh::{
-    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate, REDIRECT_LOOP_WINDOW,
-    REFRESH_MIN_INTERVAL,
+    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate, OWNER_PROBE_INTERVAL,
+    REDIRECT_LOOP_WINDOW, REFRESH_MIN_INTERVAL,
 };
 pub use retry::{Decision, Outcome, RetryClass, RetryLoop, StopReason, TransportFailure};
 pub use routing::{

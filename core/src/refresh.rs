@@ -12,6 +12,12 @@ use crate::RetryPolicy;
 /// Refreshes never come closer together than this by default.
 pub const REFRESH_MIN_INTERVAL: Duration = Duration::from_millis(500);
 
+/// A request waiting on an owner that refuses connections (or says the
+/// cluster is down, or is opened) tries it this often, however many wait:
+/// the refresh interval, so a dead node costs no more attempts than map
+/// refreshes.
+pub const OWNER_PROBE_INTERVAL: Duration = Duration::from_millis(500);
+
 /// A `MOVED` that undoes another within this long closes a loop.
 pub const REDIRECT_LOOP_WINDOW: Duration = Duration::from_secs(2);
 

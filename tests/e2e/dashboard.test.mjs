@@ -115,6 +115,33 @@ test('accessibility: axe-core finds no serious or critical violation on either p
   await page.goBack();
 });
 
+test('the client page charts every recorded bench-client run, per scenario', async () => {
+  await page.click('a[href="client.html"]');
+  await page.waitForURL(/client\.html$/);
+  let runs = [];
+  try {
+    runs = readFileSync(join(root, 'bench', 'client-history.jsonl'), 'utf8').trim().split('\n').filter(Boolean).map(JSON.parse);
+  } catch { /* none recorded */ }
+  if (runs.length === 0) {
+    assert.match(await page.textContent('#no-runs'), /just bench-client/);
+  } else {
+    const latest = runs[runs.length - 1];
+    const rows = await page.locator('#client-latest tr').count();
+    assert.equal(rows, latest.rows.length + 1, 'a header and a row per scenario and client');
+    const scenarios = [...new Set(latest.rows.map((r) => r.scenario))];
+    assert.equal(await page.locator('figure img').count(), scenarios.length * 2, 'ops/s and CPU per scenario');
+    for (const img of await page.locator('figure img').all()) {
+      const size = await img.evaluate(async (el) => { await el.decode(); return [el.naturalWidth, el.naturalHeight]; });
+      assert.deepEqual(size, [760, 440]);
+    }
+    const zaris = latest.rows.find((r) => r.client === 'zaris');
+    const cell = await page.locator('#client-latest tr', { hasText: zaris.scenario }).first().locator('td').nth(3).textContent();
+    assert.equal(cell, zaris.cpu_us_per_op.toFixed(2));
+  }
+  assert.deepEqual(await seriousViolations(page), [], 'the client page');
+  await page.goBack();
+});
+
 test('nothing is fetched from off the machine; a screenshot for the record', async () => {
   assert.ok(requests.length > CHARTS.length);
   for (const url of requests) assert.ok(url.startsWith(server.url), url);

@@ -28,6 +28,8 @@ struct Paths {
     /// The recorded soaks (`just soak`): the latest report and timeline,
     /// and a summary line of each.
     soak: PathBuf,
+    /// The recorded client benchmark runs (`just bench-client`).
+    clients: PathBuf,
 }
 
 impl Paths {
@@ -41,6 +43,7 @@ impl Paths {
         Self {
             history: root.join("bench/history.jsonl"),
             soak: root.join("bench/soak"),
+            clients: root.join("bench/client-history.jsonl"),
             criterion: target.join("criterion"),
             allocs: target.join("zaris-bench/allocs.json"),
             interleaved: target.join("zaris-bench/interleaved.json"),
@@ -137,13 +140,13 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
         .map(|e| e.name().to_owned())
         .collect();
     let record = Record {
-        commit: command_line("git", &["describe", "--always", "--dirty", "--abbrev=12"]),
+        commit: history::this_commit(),
         date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         rustc: command_line(
             &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
             &["-V"],
         ),
-        cpu: cpu_model(),
+        cpu: history::this_cpu(),
         cpus: std::thread::available_parallelism().map_or(1, usize::from),
         crc_engine: zaris_core::crc_engine().description().to_owned(),
         quick,
@@ -197,6 +200,13 @@ fn render(paths: &Paths, quick: bool) -> Result<()> {
     fs::write(&index, page::render(&history, &charts))
         .with_context(|| format!("writing {}", index.display()))?;
     render_reliability(paths)?;
+    let client_runs = zaris_bench::clients::load(&paths.clients)?;
+    let client_page = paths.dashboard.join("client.html");
+    fs::write(
+        &client_page,
+        zaris_bench::clients::render(&client_runs, &paths.dashboard)?,
+    )
+    .with_context(|| format!("writing {}", client_page.display()))?;
     tracing::info!(
         "dashboard: {} charts and {} ({} runs)",
         charts.len(),
@@ -255,11 +265,4 @@ fn command_line(program: &str, args: &[&str]) -> String {
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .and_then(|text| text.lines().next().map(str::to_owned))
         .unwrap_or_else(|| "unknown".into())
-}
-
-fn cpu_model() -> String {
-    fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| history::cpu_identity(&info))
-        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
 }

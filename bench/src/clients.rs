@@ -1,0 +1,301 @@
+//! The client benchmark's runs (`just bench-client`: Zaris, fred and
+//! redis-rs on one local cluster), recorded per commit as the criterion
+//! runs are (`bench/client-history.jsonl`, JSON Lines, oldest first), and
+//! the dashboard's client page that charts them: ops/s and client CPU per
+//! operation for each client, at each concurrency and pipeline size.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::charts::trend;
+use crate::page::{escape, start};
+
+/// The clients, in chart order.
+pub const CLIENTS: [&str; 3] = ["zaris", "fred", "redis-rs"];
+
+/// One run of the client benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientRun {
+    /// The commit benchmarked (`git describe --always --dirty`).
+    pub commit: String,
+    /// When the run ended, RFC 3339 UTC.
+    pub date: String,
+    /// The CPU model (as the criterion record names it).
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// The server the cluster ran (`redis-server`, `valkey-server`).
+    pub server: String,
+    /// One row per scenario and client.
+    pub rows: Vec<ClientRow>,
+}
+
+/// One client in one scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientRow {
+    /// `1 task`, `16 tasks`, `pipelines 100 x 1`, ...
+    pub scenario: String,
+    /// `zaris`, `fred` or `redis-rs`.
+    pub client: String,
+    /// Operations a second, the median of the rounds.
+    pub ops_per_sec: f64,
+    /// Client CPU per operation, µs (user + system, this process alone).
+    pub cpu_us_per_op: f64,
+    /// Its user-space part.
+    pub user_us_per_op: f64,
+    /// Its kernel part.
+    pub system_us_per_op: f64,
+}
+
+impl ClientRun {
+    /// The commit, shortened for chart labels.
+    #[must_use]
+    pub fn short_commit(&self) -> &str {
+        let end = self
+            .commit
+            .char_indices()
+            .nth(10)
+            .map_or(self.commit.len(), |(i, _)| i);
+        &self.commit[..end]
+    }
+
+    /// The scenarios, in the order the run measured them.
+    #[must_use]
+    pub fn scenarios(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for row in &self.rows {
+            if !out.contains(&row.scenario.as_str()) {
+                out.push(&row.scenario);
+            }
+        }
+        out
+    }
+
+    fn row(&self, scenario: &str, client: &str) -> Option<&ClientRow> {
+        self.rows
+            .iter()
+            .find(|r| r.scenario == scenario && r.client == client)
+    }
+}
+
+/// The runs recorded in `path` (none when it does not exist).
+///
+/// # Errors
+/// A line that is not a run.
+pub fn load(path: &Path) -> Result<Vec<ClientRun>> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{} line {}: not a client run", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Appends `run` to `path`.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn append(path: &Path, run: &ClientRun) -> Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    writeln!(file, "{}", serde_json::to_string(run)?)?;
+    Ok(())
+}
+
+/// A scenario's name as a file name part.
+fn slug(scenario: &str) -> String {
+    scenario
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The client page for `runs` (oldest first), its charts written into
+/// `out`: the latest run's table, then per scenario ops/s and CPU per
+/// operation over the recorded runs, one line per client.
+///
+/// # Errors
+/// A chart that cannot be drawn or written.
+pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
+    let mut html = start("Zaris client benchmark: Zaris, fred and redis-rs per commit");
+    html.push_str(
+        "<header>\n<h1>Client benchmark</h1>\n<p>Zaris's client against fred and redis-rs on one \
+         local 3+3 cluster (<code>just bench-client</code>): operations a second and the client's \
+         own CPU time per operation (user + system, <code>getrusage</code> of the client process), \
+         at 1, 16 and 256 concurrent tasks and pipelines of 100 and 1,000, recorded per commit. \
+         Throughput on this machine is bound by the servers sharing its cores: judge by the cost per \
+         operation. <a href=\"index.html\">Routing benchmarks</a> · \
+         <a href=\"reliability.html\">Reliability: the nemesis soak</a> · \
+         <a href=\"../index.html\">the playground</a>.</p>\n</header>\n",
+    );
+    let Some(latest) = runs.last() else {
+        html.push_str(
+            "<p id=\"no-runs\">No client run is recorded yet: <code>just bench-client</code> records one.</p>\n\
+             </main>\n</body>\n</html>\n",
+        );
+        return Ok(html);
+    };
+    let _ = std::fmt::Write::write_fmt(
+        &mut html,
+        format_args!(
+            "<h2>Latest run</h2>\n<p id=\"client-machine\">Commit {}, {}, {} ({} logical CPUs), {}.</p>\n",
+            escape(&latest.commit),
+            escape(&latest.date),
+            escape(&latest.cpu),
+            latest.cpus,
+            escape(&latest.server)
+        ),
+    );
+    html.push_str(
+        "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"latest client run\">\
+         <table id=\"client-latest\"><tr><th>scenario</th><th>client</th><th>ops/s</th>\
+         <th>CPU µs/op</th><th>user</th><th>system</th><th>vs best peer</th></tr>\n",
+    );
+    for scenario in latest.scenarios() {
+        let best_peer = CLIENTS[1..]
+            .iter()
+            .filter_map(|c| latest.row(scenario, c))
+            .map(|r| r.cpu_us_per_op)
+            .fold(f64::INFINITY, f64::min);
+        for client in CLIENTS {
+            let Some(row) = latest.row(scenario, client) else {
+                continue;
+            };
+            let versus = if client == "zaris" && best_peer.is_finite() && best_peer > 0.0 {
+                format!("{:.2}x the CPU", row.cpu_us_per_op / best_peer)
+            } else {
+                String::new()
+            };
+            let _ = std::fmt::Write::write_fmt(
+                &mut html,
+                format_args!(
+                    "<tr><td>{}</td><td>{client}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{versus}</td></tr>\n",
+                    escape(scenario),
+                    row.ops_per_sec,
+                    row.cpu_us_per_op,
+                    row.user_us_per_op,
+                    row.system_us_per_op
+                ),
+            );
+        }
+    }
+    html.push_str("</table></div>\n<h2>Per commit</h2>\n");
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let commits: Vec<&str> = runs.iter().map(ClientRun::short_commit).collect();
+    for scenario in latest.scenarios() {
+        type Metric = fn(&ClientRow) -> f64;
+        let metrics: [(&str, &str, Metric); 2] = [
+            ("ops", "ops/s", |r| r.ops_per_sec),
+            ("cpu", "client CPU µs/op", |r| r.cpu_us_per_op),
+        ];
+        for (part, label, metric) in metrics {
+            let series: Vec<(String, Vec<(f64, f64)>)> = CLIENTS
+                .iter()
+                .map(|&client| {
+                    let points = runs
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, run)| {
+                            Some(((i + 1) as f64, metric(run.row(scenario, client)?)))
+                        })
+                        .filter(|&(_, y)| y > 0.0)
+                        .collect();
+                    (client.to_owned(), points)
+                })
+                .collect();
+            let file = format!("client-{}-{part}.svg", slug(scenario));
+            let title = format!("{scenario}: {label}");
+            let svg = trend(&title, label, &commits, &series)?;
+            let path = out.join(&file);
+            fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+            let _ = std::fmt::Write::write_fmt(
+                &mut html,
+                format_args!(
+                    "<figure><img src=\"{file}\" alt=\"{}\" width=\"760\" height=\"440\"><figcaption>{}</figcaption></figure>\n",
+                    escape(&title),
+                    escape(&title)
+                ),
+            );
+        }
+    }
+    html.push_str("</main>\n</body>\n</html>\n");
+    Ok(html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(commit: &str, zaris_cpu: f64) -> ClientRun {
+        let row = |scenario: &str, client: &str, cpu: f64| ClientRow {
+            scenario: scenario.into(),
+            client: client.into(),
+            ops_per_sec: 1e6 / cpu,
+            cpu_us_per_op: cpu,
+            user_us_per_op: cpu / 2.0,
+            system_us_per_op: cpu / 2.0,
+        };
+        ClientRun {
+            commit: commit.into(),
+            date: "2026-12-02T00:00:00Z".into(),
+            cpu: "test CPU".into(),
+            cpus: 2,
+            server: "redis-server".into(),
+            rows: vec![
+                row("1 task", "zaris", zaris_cpu),
+                row("1 task", "fred", 17.5),
+                row("1 task", "redis-rs", 20.0),
+                row("pipelines 100 x 1", "zaris", 1.0),
+                row("pipelines 100 x 1", "redis-rs", 0.99),
+            ],
+        }
+    }
+
+    #[test]
+    fn runs_round_trip_and_chart_per_scenario() {
+        let dir = std::env::temp_dir().join(format!("zaris-clients-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let history = dir.join("client-history.jsonl");
+        assert!(load(&history).unwrap().is_empty());
+        append(&history, &run("aaa", 18.0)).unwrap();
+        append(&history, &run("bbb", 12.0)).unwrap();
+        let runs = load(&history).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[1].scenarios(), ["1 task", "pipelines 100 x 1"]);
+        let html = render(&runs, &dir).unwrap();
+        assert!(html.contains("<td>1 task</td><td>zaris</td><td>83333</td><td>12.00</td>"));
+        assert!(html.contains("0.69x the CPU"), "12 over fred's 17.5");
+        for file in [
+            "client-1-task-ops.svg",
+            "client-1-task-cpu.svg",
+            "client-pipelines-100-x-1-cpu.svg",
+        ] {
+            let svg = fs::read_to_string(dir.join(file)).unwrap();
+            assert!(svg.starts_with("<svg"), "{file}");
+            assert!(html.contains(&format!("src=\"{file}\"")));
+        }
+        assert!(render(&[], &dir)
+            .unwrap()
+            .contains("No client run is recorded yet"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
