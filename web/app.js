@@ -385,7 +385,7 @@ const SVG = 'http://www.w3.org/2000/svg';
 /** Each mark's color, by the core's mark names. */
 const MARK_COLORS = {
   served: '#2e8b57', moved: '#d9822b', ask: '#8e44ad', refused: '#b3261e',
-  loop: '#c2185b', refresh: '#0b63ce', wait: '#7f8c8d', failed: '#000000',
+  loop: '#c2185b', refresh: '#0b63ce', wait: '#7f8c8d', failed: '#000000', tryagain: '#00838f',
 };
 const PLAYED = ['event', 'master', 'to', 'first', 'last', 'attempts', 'backoff', 'timeout', 'interval'];
 

@@ -58,7 +58,7 @@ pub enum ChurnEvent {
     /// Slots `first..=last` of master `from` move to master `to`: those
     /// without keys at once, those with keys one per
     /// [`ChurnScenario::step`]; while a slot moves, half its keys have gone
-    /// (`ASK`).
+    /// (`ASK`), and a two-key command's keys are split (`TRYAGAIN`).
     Migrate {
         /// The source master.
         from: u8,
@@ -235,6 +235,9 @@ pub enum Mark {
     Wait,
     /// A request ended in an error (the loop gave up).
     Failed,
+    /// A two-key command answered `TRYAGAIN`: its slot is migrating and
+    /// its keys are split between the two nodes.
+    TryAgain,
 }
 
 /// One entry of the timeline.
@@ -627,29 +630,43 @@ pub fn simulate_churn(
         } else {
             match world.truth(r.slot, now) {
                 (Some(owner), moving) if owner == node || asking => {
-                    if let (Some(to), false) = (moving, asking) {
-                        if (id + r.loop_.attempts()).is_multiple_of(2) {
-                            each(Entry {
-                                at,
-                                node: Some(node),
-                                mark: Mark::Ask,
-                                request: id,
-                            });
-                            r.ask = Some(to);
-                        }
-                    }
-                    if r.ask.is_some() {
-                        Outcome::Ask
-                    } else {
+                    // One request in four to each key is a two-key command
+                    // (`MGET` of two keys of the slot; a key's requests
+                    // come `keys` apart): mid-migration its keys are
+                    // split, and the source says `TRYAGAIN`.
+                    if moving.is_some() && !asking && (id / u32::from(s.keys.max(1))) % 4 == 3 {
                         each(Entry {
                             at,
                             node: Some(node),
-                            mark: Mark::Served,
+                            mark: Mark::TryAgain,
                             request: id,
                         });
-                        end(&mut r, &mut totals, true, at);
-                        requests[id as usize] = r;
-                        continue;
+                        Outcome::Status(KvStatus::Migrating)
+                    } else {
+                        if let (Some(to), false) = (moving, asking) {
+                            if (id + r.loop_.attempts()).is_multiple_of(2) {
+                                each(Entry {
+                                    at,
+                                    node: Some(node),
+                                    mark: Mark::Ask,
+                                    request: id,
+                                });
+                                r.ask = Some(to);
+                            }
+                        }
+                        if r.ask.is_some() {
+                            Outcome::Ask
+                        } else {
+                            each(Entry {
+                                at,
+                                node: Some(node),
+                                mark: Mark::Served,
+                                request: id,
+                            });
+                            end(&mut r, &mut totals, true, at);
+                            requests[id as usize] = r;
+                            continue;
+                        }
                     }
                 }
                 (owner, _) => {
@@ -741,8 +758,8 @@ mod tests {
     }
 
     /// The run's totals, and how many entries of each mark it made.
-    fn marks(event: ChurnEvent, model: &ClientModel) -> (ChurnTotals, [u32; 8]) {
-        let mut marks = [0; 8];
+    fn marks(event: ChurnEvent, model: &ClientModel) -> (ChurnTotals, [u32; 9]) {
+        let mut marks = [0; 9];
         let totals = simulate_churn(&ChurnScenario::new(event), model, |e| {
             marks[e.mark as usize] += 1;
         })
@@ -788,12 +805,14 @@ mod tests {
             from: 0,
             to: 1,
             first: 0,
-            last: 319,
+            last: 1023,
         };
         let (t, seen) = marks(migrate, &ClientModel::ZARIS);
         assert_eq!(t.failed, 0, "{t:?}");
         assert!(
-            seen[Mark::Ask as usize] > 0 && seen[Mark::Moved as usize] > 0,
+            seen[Mark::Ask as usize] > 0
+                && seen[Mark::Moved as usize] > 0
+                && seen[Mark::TryAgain as usize] > 0,
             "{seen:?}"
         );
         // Key 0's slot, away and back within the refresh interval: the

@@ -147,6 +147,12 @@
 // Alignment of a `zaris_retry_loop`.
 #define ZARIS_RETRY_LOOP_ALIGN 8
 
+// Bytes of a `zaris_redirect_memory`.
+#define ZARIS_REDIRECT_MEMORY_SIZE 1024
+
+// Alignment of a `zaris_redirect_memory`.
+#define ZARIS_REDIRECT_MEMORY_ALIGN 8
+
 // What one attempt produced.
 typedef struct {
   // `ZARIS_OUTCOME_STATUS`, `ZARIS_OUTCOME_ASK` or `ZARIS_OUTCOME_TRANSPORT`.
@@ -206,6 +212,14 @@ typedef struct {
   // For `ZARIS_DECISION_GIVE_UP`: a `ZARIS_STOP_*`.
   int32_t stop_reason;
 } zaris_decision;
+
+// The last 16 `MOVED` redirects a client followed, in the caller's
+// storage, to tell a redirect loop from churn (the Zaris client's rule):
+// `zaris_redirect_memory_init` it, then `zaris_redirect_memory_note`
+// every `MOVED`. Copyable; never freed.
+typedef struct {
+  uint64_t opaque[128];
+} zaris_redirect_memory;
 
 #ifdef __cplusplus
 extern "C" {
@@ -294,6 +308,24 @@ int32_t zaris_refresh_decide(int64_t last_done_ms,
                              uint64_t now_ms,
                              uint64_t min_interval_ms,
                              int32_t *ask);
+
+// Starts an empty redirect memory in `*memory`.
+int32_t zaris_redirect_memory_init(zaris_redirect_memory *memory);
+
+// Records that the node at `from` answered `MOVED slot to` at `now_ms`
+// (addresses as bytes, `host:port`); `*looped` is true when it closes a
+// redirect loop (a `MOVED` back to the node asked, or one that undoes a
+// `MOVED` of the same slot between the same two nodes within 2 s): do not
+// apply its hint, and refresh the map from the other nodes first.
+// `ZARIS_ERR_INVALID_ARGUMENT` for a memory never initialised.
+int32_t zaris_redirect_memory_note(zaris_redirect_memory *memory,
+                                   uint16_t slot,
+                                   const uint8_t *from,
+                                   size_t from_len,
+                                   const uint8_t *to,
+                                   size_t to_len,
+                                   uint64_t now_ms,
+                                   bool *looped);
 
 // Until when a request whose slot has no owner able to answer (a dead
 // master not yet replaced) may wait for one, unsent, having waited since

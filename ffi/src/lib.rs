@@ -45,8 +45,8 @@ use std::time::Duration;
 
 use zaris_core::{
     owner_wait_until, parse_error_reply, retry_delay, segment_for_slot, CrcEngine, Decision,
-    ErrorReply, KvStatus, Outcome, RefreshAsk, RefreshGate, ReplyError, RetryLoop, RetryPolicy,
-    StopReason, TransportFailure, SLOT_COUNT,
+    ErrorReply, KvStatus, Outcome, RedirectMemory, RefreshAsk, RefreshGate, ReplyError, RetryLoop,
+    RetryPolicy, StopReason, TransportFailure, SLOT_COUNT,
 };
 
 /// Success.
@@ -151,6 +151,11 @@ pub const ZARIS_RETRY_LOOP_SIZE: usize = 64;
 /// Alignment of a `zaris_retry_loop`.
 pub const ZARIS_RETRY_LOOP_ALIGN: usize = 8;
 
+/// Bytes of a `zaris_redirect_memory`.
+pub const ZARIS_REDIRECT_MEMORY_SIZE: usize = 1024;
+/// Alignment of a `zaris_redirect_memory`.
+pub const ZARIS_REDIRECT_MEMORY_ALIGN: usize = 8;
+
 /// What one attempt produced.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +234,31 @@ struct Stored {
 }
 
 const MAGIC: u64 = 0x7A61_7269_735F_726C; // "zaris_rl"
+
+/// The last 16 `MOVED` redirects a client followed, in the caller's
+/// storage, to tell a redirect loop from churn (the Zaris client's rule):
+/// `zaris_redirect_memory_init` it, then `zaris_redirect_memory_note`
+/// every `MOVED`. Copyable; never freed.
+#[repr(C)]
+pub struct zaris_redirect_memory {
+    opaque: [u64; 128],
+}
+
+/// What `zaris_redirect_memory` holds: a mark, then the core's memory.
+#[repr(C)]
+struct StoredRedirects {
+    magic: u64,
+    memory: RedirectMemory<16>,
+}
+
+const REDIRECTS_MAGIC: u64 = 0x7A61_7269_735F_7264; // "zaris_rd"
+
+const _: () = {
+    assert!(size_of::<StoredRedirects>() <= ZARIS_REDIRECT_MEMORY_SIZE);
+    assert!(align_of::<StoredRedirects>() <= ZARIS_REDIRECT_MEMORY_ALIGN);
+    assert!(size_of::<zaris_redirect_memory>() == ZARIS_REDIRECT_MEMORY_SIZE);
+    assert!(align_of::<zaris_redirect_memory>() == ZARIS_REDIRECT_MEMORY_ALIGN);
+};
 
 const _: () = {
     assert!(size_of::<Stored>() <= ZARIS_RETRY_LOOP_SIZE);
@@ -619,6 +649,63 @@ pub extern "C" fn zaris_refresh_decide(
             RefreshAsk::Ride => ZARIS_REFRESH_RIDE,
             RefreshAsk::Debounced => ZARIS_REFRESH_DEBOUNCED,
         };
+        Ok(())
+    })
+}
+
+/// Starts an empty redirect memory in `*memory`.
+#[no_mangle]
+pub extern "C" fn zaris_redirect_memory_init(memory: *mut zaris_redirect_memory) -> i32 {
+    code(|| {
+        let storage: *mut zaris_redirect_memory = raw::out(memory)?;
+        let stored = StoredRedirects {
+            magic: REDIRECTS_MAGIC,
+            memory: RedirectMemory::default(),
+        };
+        // SAFETY: `storage` is a valid, aligned `zaris_redirect_memory` (a
+        // `&mut` from `raw::out`), at least as large and as aligned as
+        // `StoredRedirects` (asserted at compile time); writing a whole
+        // value needs nothing of the bytes there before.
+        unsafe { storage.cast::<StoredRedirects>().write(stored) };
+        Ok(())
+    })
+}
+
+/// Records that the node at `from` answered `MOVED slot to` at `now_ms`
+/// (addresses as bytes, `host:port`); `*looped` is true when it closes a
+/// redirect loop (a `MOVED` back to the node asked, or one that undoes a
+/// `MOVED` of the same slot between the same two nodes within 2 s): do not
+/// apply its hint, and refresh the map from the other nodes first.
+/// `ZARIS_ERR_INVALID_ARGUMENT` for a memory never initialised.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn zaris_redirect_memory_note(
+    memory: *mut zaris_redirect_memory,
+    slot: u16,
+    from: *const u8,
+    from_len: usize,
+    to: *const u8,
+    to_len: usize,
+    now_ms: u64,
+    looped: *mut bool,
+) -> i32 {
+    code(|| {
+        let storage: *mut zaris_redirect_memory = raw::out(memory)?;
+        let from = raw::slice(from, from_len)?;
+        let to = raw::slice(to, to_len)?;
+        let looped = raw::out(looped)?;
+        // SAFETY: aligned and large enough for `StoredRedirects` (the
+        // compile-time asserts); the mark is read first, as a `u64`, the
+        // type the storage is made of.
+        if unsafe { storage.cast::<u64>().read() } != REDIRECTS_MAGIC {
+            return Err(ZARIS_ERR_INVALID_ARGUMENT);
+        }
+        // SAFETY: the mark says `zaris_redirect_memory_init` wrote a
+        // `StoredRedirects` there; C can only have copied it whole since.
+        let stored = unsafe { &mut *storage.cast::<StoredRedirects>() };
+        *looped = stored
+            .memory
+            .note(slot, from, to, Duration::from_millis(now_ms));
         Ok(())
     })
 }

@@ -13,8 +13,8 @@ use pyo3::types::{
 };
 use zaris_core::{
     owner_wait_until as core_owner_wait_until, parse_error_reply as parse_reply, Decision,
-    ErrorReply as CoreErrorReply, Outcome, RefreshAsk, RefreshGate, RetryLoop as CoreRetryLoop,
-    RetryPolicy, StopReason, SLOT_COUNT,
+    ErrorReply as CoreErrorReply, Outcome, RedirectMemory as CoreRedirectMemory, RefreshAsk,
+    RefreshGate, RetryLoop as CoreRetryLoop, RetryPolicy, StopReason, SLOT_COUNT,
 };
 
 /// A key's bytes, encoded as redis-py's `Encoder.encode` encodes it:
@@ -352,6 +352,36 @@ fn owner_wait_until(
     .map(|u| u64::try_from(u.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The last 64 `MOVED` redirects a client followed, to tell a redirect
+/// loop from churn: the Zaris client's rule.
+#[pyclass]
+struct RedirectMemory {
+    inner: CoreRedirectMemory<64>,
+}
+
+#[pymethods]
+impl RedirectMemory {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: CoreRedirectMemory::default(),
+        }
+    }
+
+    /// Records that `from_addr` answered `MOVED slot to_addr` at `now_ms`;
+    /// `True` when it closes a loop (a `MOVED` back to the node asked, or
+    /// one undoing a `MOVED` of the same slot between the same two nodes
+    /// within 2 s): do not apply its hint, refresh from other nodes first.
+    fn note(&mut self, slot: u16, from_addr: &str, to_addr: &str, now_ms: u64) -> bool {
+        self.inner.note(
+            slot,
+            from_addr.as_bytes(),
+            to_addr.as_bytes(),
+            Duration::from_millis(now_ms),
+        )
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _zaris(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -366,6 +396,7 @@ fn _zaris(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ErrorReply>()?;
     m.add_class::<Next>()?;
     m.add_class::<RetryLoop>()?;
+    m.add_class::<RedirectMemory>()?;
     m.add("SLOT_COUNT", SLOT_COUNT)?;
     Ok(())
 }

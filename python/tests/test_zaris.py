@@ -224,3 +224,9 @@ def test_the_refresh_rules_are_the_clients():
     assert zaris.owner_wait_until(100, 200, deadline_ms=3_000) == 3_000
     assert zaris.owner_wait_until(100, 15_100) is None
     assert zaris.owner_wait_until(0, 1, max_attempts=1) is None
+    redirects = zaris.RedirectMemory()
+    assert not redirects.note(5, "a:1", "b:1", 10)
+    assert redirects.note(5, "b:1", "a:1", 30), "undone within 2 s: a loop"
+    assert not redirects.note(7, "a:1", "b:1", 40)
+    assert not redirects.note(7, "b:1", "a:1", 2_040), "undone, but after 2 s: a move back"
+    assert redirects.note(9, "c:1", "c:1", 50), "MOVED to the node asked"

@@ -79,3 +79,10 @@ def owner_wait_until(
     max_attempts: int = 3,
 ) -> Optional[int]:
     """Until when a request for a dead owner may wait, unsent; ``None`` once it may not."""
+
+class RedirectMemory:
+    """The last 64 ``MOVED`` redirects: tells a redirect loop from churn."""
+
+    def __init__(self) -> None: ...
+    def note(self, slot: int, from_addr: str, to_addr: str, now_ms: int) -> bool:
+        """Records ``from_addr`` answering ``MOVED slot to_addr``; ``True`` for a loop."""

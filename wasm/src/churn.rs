@@ -11,8 +11,8 @@ use wasm_bindgen::prelude::*;
 use zaris_core::{simulate_churn, ChurnEntry, ChurnEvent, ChurnScenario, ClientModel, RetryPolicy};
 
 /// The marks' names, by `ChurnMark as usize`.
-const MARKS: [&str; 8] = [
-    "served", "moved", "ask", "refused", "loop", "refresh", "wait", "failed",
+const MARKS: [&str; 9] = [
+    "served", "moved", "ask", "refused", "loop", "refresh", "wait", "failed", "tryagain",
 ];
 
 /// The event named `event` (`failover`, `kill`: of `master`; `migrate`:

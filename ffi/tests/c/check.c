@@ -277,6 +277,17 @@ static void check_replies_and_retries(void) {
     CHECK(zaris_owner_wait_until(NULL, 100, 200, 15000, -1, &until) == ZARIS_OK && until == 15100, "wait %lld", (long long)until);
     CHECK(zaris_owner_wait_until(NULL, 100, 200, 15000, 3000, &until) == ZARIS_OK && until == 3000, "never past the deadline");
     CHECK(zaris_owner_wait_until(NULL, 100, 15100, 15000, -1, &until) == ZARIS_OK && until == -1, "waited out");
+    zaris_redirect_memory redirects;
+    bool looped = true;
+    CHECK(zaris_redirect_memory_init(&redirects) == ZARIS_OK, "redirect memory");
+    CHECK(zaris_redirect_memory_note(&redirects, 5, (const uint8_t *)"a:1", 3, (const uint8_t *)"b:1", 3, 10, &looped) == ZARIS_OK
+          && !looped, "a first MOVED: churn");
+    CHECK(zaris_redirect_memory_note(&redirects, 5, (const uint8_t *)"b:1", 3, (const uint8_t *)"a:1", 3, 30, &looped) == ZARIS_OK
+          && looped, "undone within 2 s: a loop");
+    CHECK(zaris_redirect_memory_note(&redirects, 9, (const uint8_t *)"c:1", 3, (const uint8_t *)"c:1", 3, 40, &looped) == ZARIS_OK
+          && looped, "MOVED to the node asked");
+    zaris_redirect_memory blank = {{0}};
+    CHECK(zaris_redirect_memory_note(&blank, 1, NULL, 0, NULL, 0, 0, &looped) == ZARIS_ERR_INVALID_ARGUMENT, "never initialised");
     zaris_retry_policy once = {1, 100, -1};
     CHECK(zaris_owner_wait_until(&once, 0, 1, 15000, -1, &until) == ZARIS_OK && until == -1, "no retries, no wait");
 }
