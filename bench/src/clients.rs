@@ -55,12 +55,7 @@ impl ClientRun {
     /// The commit, shortened for chart labels.
     #[must_use]
     pub fn short_commit(&self) -> &str {
-        let end = self
-            .commit
-            .char_indices()
-            .nth(10)
-            .map_or(self.commit.len(), |(i, _)| i);
-        &self.commit[..end]
+        crate::history::short_commit(&self.commit)
     }
 
     /// The scenarios, in the order the run measured them.

@@ -53,27 +53,38 @@ impl Record {
     /// The commit, shortened for chart labels.
     #[must_use]
     pub fn short_commit(&self) -> &str {
-        let end = self
-            .commit
-            .char_indices()
-            .nth(10)
-            .map_or(self.commit.len(), |(i, _)| i);
-        &self.commit[..end]
+        short_commit(&self.commit)
     }
 }
 
-/// The commit this tree is at (`git describe --always --dirty
-/// --abbrev=12`), `unknown` outside a checkout.
+/// A commit, shortened for chart labels (its first 10 characters).
 #[must_use]
-pub fn this_commit() -> String {
-    std::process::Command::new("git")
-        .args(["describe", "--always", "--dirty", "--abbrev=12"])
+pub fn short_commit(commit: &str) -> &str {
+    let end = commit
+        .char_indices()
+        .nth(10)
+        .map_or(commit.len(), |(i, _)| i);
+    &commit[..end]
+}
+
+/// The first line `program args` prints, `unknown` when it fails.
+#[must_use]
+pub fn first_line_of(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
         .output()
         .ok()
         .filter(|out| out.status.success())
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .and_then(|text| text.lines().next().map(str::to_owned))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// The commit this tree is at (`git describe --always --dirty
+/// --abbrev=12`), `unknown` outside a checkout.
+#[must_use]
+pub fn this_commit() -> String {
+    first_line_of("git", &["describe", "--always", "--dirty", "--abbrev=12"])
 }
 
 /// This machine's CPU as runs are compared on ([`cpu_identity`]), the

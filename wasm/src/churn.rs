@@ -164,13 +164,7 @@ pub fn simulate_churn_js(
     timeout_ms: Option<u32>,
     refresh_interval_ms: u32,
 ) -> Result<String, JsError> {
-    let policy = RetryPolicy {
-        max_attempts,
-        backoff: Duration::from_millis(backoff_ms.into()),
-        deadline: timeout_ms
-            .filter(|&t| t > 0)
-            .map(|t| Duration::from_millis(t.into())),
-    };
+    let policy = crate::simulate::policy_of(max_attempts, backoff_ms, timeout_ms);
     let interval = Duration::from_millis(refresh_interval_ms.into());
     let scenario = ChurnScenario::new(
         event(event_name, master, to, first, last).map_err(|e| JsError::new(&e))?,

@@ -47,16 +47,25 @@ pub fn simulate_retries(
     timeout_ms: Option<u32>,
     rtt_ms: u32,
 ) -> Result<String, JsError> {
-    let policy = RetryPolicy {
+    let policy = policy_of(max_attempts, backoff_ms, timeout_ms);
+    let steps = simulate(script, policy, Duration::from_millis(rtt_ms.into()))
+        .map_err(|e| JsError::new(&e))?;
+    Ok(timeline_json(&steps))
+}
+
+/// A policy as the page gives it: a deadline of `undefined` or 0 is none.
+pub(crate) fn policy_of(
+    max_attempts: u32,
+    backoff_ms: u32,
+    timeout_ms: Option<u32>,
+) -> RetryPolicy {
+    RetryPolicy {
         max_attempts,
         backoff: Duration::from_millis(backoff_ms.into()),
         deadline: timeout_ms
             .filter(|&t| t > 0)
             .map(|t| Duration::from_millis(t.into())),
-    };
-    let steps = simulate(script, policy, Duration::from_millis(rtt_ms.into()))
-        .map_err(|e| JsError::new(&e))?;
-    Ok(timeline_json(&steps))
+    }
 }
 
 /// The timeline as a JSON array of `{event, at_ms, ...}` objects; the end

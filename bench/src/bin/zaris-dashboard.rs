@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
@@ -142,7 +141,7 @@ fn record(paths: &Paths, since: SystemTime, quick: bool) -> Result<()> {
     let record = Record {
         commit: history::this_commit(),
         date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        rustc: command_line(
+        rustc: history::first_line_of(
             &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
             &["-V"],
         ),
@@ -253,16 +252,4 @@ fn render_reliability(paths: &Paths) -> Result<()> {
     )
     .with_context(|| format!("writing {}", page.display()))?;
     Ok(())
-}
-
-/// The first line a command prints, or "unknown" when it cannot run.
-fn command_line(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into())
 }
