@@ -166,7 +166,16 @@ command-table:
 # from its own tarball), and the npm package as `npm publish` would send it.
 package: npm-pack
     @echo "==> cargo package: zaris-core, zaris-client, zaris-cli, zaris-ffi, zaris-wasm"
-    cargo package -q --allow-dirty {{published_crates}}
+    # cargo verifies each tarball against the others through a registry in
+    # target/package/, unpacks them under CARGO_HOME once per registry path,
+    # and takes registry sources (and what it built of them) as never
+    # changing: a clone at a path packaged before would build against the
+    # old sources still unpacked there, or reuse what it built of them. So
+    # the unpacked copies go (only our own crates are ever there), and the
+    # check builds in a target directory of its own, from nothing.
+    find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -mindepth 2 -maxdepth 2 -name 'zaris-*' -exec rm -rf {} +
+    rm -rf target/package target/package-check
+    CARGO_TARGET_DIR=target/package-check cargo package -q --allow-dirty {{published_crates}}
     @echo "==> npm publish --dry-run: only what a user needs"
     node tools/npm-dry-run.mjs
 
