@@ -110,7 +110,9 @@ bench MODE="":
 bench-compare:
     cargo run -q -p zaris-bench --bin zaris-dashboard -- compare
 
-# Zaris's client vs redis-rs's async cluster client on a local cluster: throughput, latency, failover.
+# Zaris's client vs fred and redis-rs on a local cluster: throughput, latency,
+# and per operation CPU, syscalls by kind, context switches (root: kernel
+# tracepoints) and callgrind instructions (valgrind); failover.
 bench-client MODE="":
     cargo bench -p zaris-bench --bench client -- {{MODE}}
 

@@ -10,11 +10,20 @@
 //!    operation (this process's own `getrusage`: the servers are other
 //!    processes), and the servers' CPU (`INFO CPU`), to show when they are
 //!    the bottleneck;
-//! 3. `kill -9` of a master under a write load, each client on a fresh
+//! 3. user-space instructions per operation of each client in each of
+//!    those scenarios, under callgrind (a child process per client and
+//!    scenario: one current-thread runtime, a fixed number of operations,
+//!    start-up and warm-up left out);
+//! 4. `kill -9` of a master under a write load, each client on a fresh
 //!    cluster: time until writes to its slots succeed again. Bounded: each
 //!    write has a 1 s time-out, and the phase ends [`RECOVERY_LIMIT`] after
 //!    the kill; a client whose writes are not back by then is reported so,
 //!    and the run goes on.
+//!
+//! Phases 1 and 2 also count, per operation, the client process's system
+//! calls by kind (send, recv, epoll, futex: kernel tracepoints, counted
+//! without slowing the client) and its context switches (`getrusage`):
+//! counts that noise barely moves, where CPU time swings.
 //!
 //! In phases 1 and 2 the clients take turns (three rounds of 2 s each), so
 //! a noisy neighbour hurts them alike, and each figure is the median of a
@@ -29,6 +38,9 @@ use std::time::{Duration, Instant};
 
 use fred::interfaces::{ClientLike, HashesInterface, KeysInterface};
 use redis::AsyncCommands;
+use zaris_bench::counts::{
+    callgrind_total, context_switches, process_cpu, SyscallCounter, Syscalls,
+};
 use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
@@ -167,6 +179,22 @@ impl Driver {
     }
 }
 
+/// One batch through redis-rs's sync `ClusterPipeline`; how many failed.
+fn redis_rs_pipeline(conn: &mut redis::cluster::ClusterConnection, batch: &[Op]) -> usize {
+    let mut pipe = redis::cluster::cluster_pipe();
+    for op in batch {
+        match op {
+            Op::Set(key) => pipe.set(key, VALUE),
+            Op::Get(key) => pipe.get(key),
+            Op::HSet(key) => pipe.hset(key, "f", VALUE),
+        };
+    }
+    match pipe.query::<Vec<redis::Value>>(conn) {
+        Ok(_) => 0,
+        Err(_) => batch.len(),
+    }
+}
+
 /// A command of the pipeline phase.
 enum Op {
     Set(Vec<u8>),
@@ -196,22 +224,6 @@ fn batch(rng: &mut u64, n: usize) -> Vec<Op> {
         .collect()
 }
 
-/// CPU time this process has used, user and system (every thread).
-fn process_cpu() -> (Duration, Duration) {
-    // SAFETY: getrusage writes one rusage struct into the zeroed value we
-    // own, and reads nothing else.
-    #[allow(unsafe_code)]
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    (time(usage.ru_utime), time(usage.ru_stime))
-}
-
 /// CPU time every running server of `cluster` has used (`INFO CPU`).
 fn servers_cpu(cluster: &Cluster) -> Duration {
     let mut total = 0.0;
@@ -235,11 +247,16 @@ fn servers_cpu(cluster: &Cluster) -> Duration {
 
 /// CPU spent over a run: by this process (the client: in its own code,
 /// and in the kernel on its behalf, which on loopback includes much of the
-/// TCP work) and by the servers.
+/// TCP work) and by the servers; and the counts noise cannot move: this
+/// process's system calls by kind and its context switches.
 struct Cpu {
     user: Duration,
     system: Duration,
     servers: Duration,
+    /// `None` where the kernel refuses syscall tracepoints (said once).
+    syscalls: Option<Syscalls>,
+    /// Voluntary (it waited) and involuntary (preempted).
+    switches: (u64, u64),
 }
 
 impl Cpu {
@@ -249,13 +266,22 @@ impl Cpu {
 }
 
 fn measure_cpu<T>(cluster: &Cluster, run: impl FnOnce() -> T) -> (T, Cpu) {
-    let ((user, system), servers) = (process_cpu(), servers_cpu(cluster));
+    static REFUSED: std::sync::Once = std::sync::Once::new();
+    let servers = servers_cpu(cluster);
+    let counter = SyscallCounter::start()
+        .map_err(|e| REFUSED.call_once(|| println!("   no syscall counts: {e}")))
+        .ok();
+    let (switches, (user, system)) = (context_switches(), process_cpu());
     let result = run();
     let (user_after, system_after) = process_cpu();
+    let switches_after = context_switches();
+    let syscalls = counter.map(SyscallCounter::stop);
     let cpu = Cpu {
         user: user_after - user,
         system: system_after - system,
         servers: servers_cpu(cluster) - servers,
+        syscalls,
+        switches: (switches_after.0 - switches.0, switches_after.1 - switches.1),
     };
     (result, cpu)
 }
@@ -400,18 +426,7 @@ fn pipelines(
                             if stop.load(Ordering::Relaxed) {
                                 break;
                             }
-                            let mut pipe = redis::cluster::cluster_pipe();
-                            for op in batch {
-                                match op {
-                                    Op::Set(key) => pipe.set(key, VALUE),
-                                    Op::Get(key) => pipe.get(key),
-                                    Op::HSet(key) => pipe.hset(key, "f", VALUE),
-                                };
-                            }
-                            let failed = match pipe.query::<Vec<redis::Value>>(&mut conn) {
-                                Ok(_) => 0,
-                                Err(_) => batch.len(),
-                            };
+                            let failed = redis_rs_pipeline(&mut conn, batch);
                             ops.fetch_add(batch.len() as u64, Ordering::Relaxed);
                             errors.fetch_add(failed as u64, Ordering::Relaxed);
                         }
@@ -432,6 +447,240 @@ fn pipelines(
         p99: Duration::ZERO,
         errors: errors.load(Ordering::Relaxed) as usize,
     }
+}
+
+/// A scenario of phases 1 and 2, by its recorded name.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Single { tasks: usize },
+    Pipelines { size: usize, in_flight: usize },
+}
+
+impl Shape {
+    fn name(self) -> String {
+        match self {
+            Shape::Single { tasks: 1 } => "1 task".to_owned(),
+            Shape::Single { tasks } => format!("{tasks} tasks"),
+            Shape::Pipelines { size, in_flight } => format!("pipelines {size} x {in_flight}"),
+        }
+    }
+
+    fn parse(name: &str) -> Option<Shape> {
+        if let Some(rest) = name.strip_prefix("pipelines ") {
+            let (size, in_flight) = rest.split_once(" x ")?;
+            return Some(Shape::Pipelines {
+                size: size.parse().ok()?,
+                in_flight: in_flight.parse().ok()?,
+            });
+        }
+        let tasks = name.split_once(' ')?.0.parse().ok()?;
+        Some(Shape::Single { tasks })
+    }
+}
+
+/// `tasks` tasks doing `each` GET/SET (alternately) over random keys;
+/// how many failed.
+async fn fixed_load(driver: &Driver, tasks: usize, each: usize) -> usize {
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let mut driver = driver.clone();
+            tokio::spawn(async move {
+                let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ (t as u64 + 1);
+                let mut errors = 0;
+                for i in 0..each {
+                    let key = key(&mut rng);
+                    let result = if i % 2 == 0 {
+                        driver.get(&key).await
+                    } else {
+                        driver.set(&key).await
+                    };
+                    errors += usize::from(result.is_err());
+                }
+                errors
+            })
+        })
+        .collect();
+    let mut errors = 0;
+    for handle in handles {
+        errors += handle.await.unwrap_or(each);
+    }
+    errors
+}
+
+/// The callgrind window: collection is on while a thread is inside this
+/// function (`--toggle-collect=*zaris_measured_window*`), so the count is
+/// the window's work alone, not start-up, connecting or warm-up.
+#[inline(never)]
+fn zaris_measured_window(work: &mut dyn FnMut() -> usize) -> usize {
+    std::hint::black_box(work())
+}
+
+/// How many operations the instruction count of a scenario runs.
+fn instruction_ops(shape: Shape, quick: bool) -> usize {
+    match (shape, quick) {
+        (Shape::Single { .. }, false) => 4_000,
+        (Shape::Single { .. }, true) => 1_000,
+        (Shape::Pipelines { .. }, false) => 20_000,
+        (Shape::Pipelines { .. }, true) => 5_000,
+    }
+}
+
+/// The child a callgrind count runs (`--instructions-child CLIENT
+/// SCENARIO SEEDS`): one current-thread runtime, a warm-up, then a fixed
+/// number of operations inside [`zaris_measured_window`]; prints
+/// `ops N errors E`.
+fn instructions_child(name: &str, scenario: &str, seeds: &[String], quick: bool) {
+    let shape = Shape::parse(scenario).expect("a scenario name");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ops = instruction_ops(shape, quick);
+    let (ops, errors) = match shape {
+        Shape::Single { tasks } => {
+            let driver = rt
+                .block_on(Driver::connect(name, seeds))
+                .expect("the client connects");
+            let each = (ops / tasks).max(4);
+            rt.block_on(fixed_load(&driver, tasks, 4)); // warm-up
+            let errors =
+                zaris_measured_window(&mut || rt.block_on(fixed_load(&driver, tasks, each)));
+            (each * tasks, errors)
+        }
+        Shape::Pipelines { size, in_flight } => {
+            let prepared = prepare(size, in_flight);
+            let rounds = (ops / (size * in_flight)).max(2);
+            let errors = if name == "redis-rs" {
+                let client = redis_rs_client(seeds);
+                let threads: Vec<_> = (0..in_flight)
+                    .map(|t| {
+                        let mut conn = client.get_connection().expect("redis-rs connects");
+                        redis_rs_pipeline(&mut conn, &prepared[t][0]); // warm-up
+                        let prepared = prepared.clone();
+                        std::thread::spawn(move || {
+                            zaris_measured_window(&mut || {
+                                prepared[t]
+                                    .iter()
+                                    .cycle()
+                                    .skip(1)
+                                    .take(rounds)
+                                    .map(|batch| redis_rs_pipeline(&mut conn, batch))
+                                    .sum()
+                            })
+                        })
+                    })
+                    .collect();
+                threads
+                    .into_iter()
+                    .map(|t| t.join().expect("redis-rs thread"))
+                    .sum()
+            } else {
+                let driver = rt
+                    .block_on(Driver::connect(name, seeds))
+                    .expect("the client connects");
+                // Each sender a task of its own, as in phase 2: `skip`
+                // batches of its list, then `take` of them.
+                let run = |skip: usize, take: usize| {
+                    rt.block_on(async {
+                        let senders: Vec<_> = (0..in_flight)
+                            .map(|t| {
+                                let (driver, prepared) = (driver.clone(), prepared.clone());
+                                tokio::spawn(async move {
+                                    let mut failed = 0;
+                                    for batch in prepared[t].iter().cycle().skip(skip).take(take) {
+                                        failed +=
+                                            driver.pipeline(batch).await.unwrap_or(batch.len());
+                                    }
+                                    failed
+                                })
+                            })
+                            .collect();
+                        let mut failed = 0;
+                        for sender in senders {
+                            failed += sender.await.unwrap_or(take * size);
+                        }
+                        failed
+                    })
+                };
+                run(0, 1); // warm-up
+                zaris_measured_window(&mut || run(1, rounds))
+            };
+            (rounds * size * in_flight, errors)
+        }
+    };
+    println!("ops {ops} errors {errors}");
+}
+
+/// User-space instructions per operation of `name` in `shape`, counted by
+/// callgrind in a child (this bench again, `--instructions-child`).
+fn instructions(
+    name: &str,
+    shape: Shape,
+    seeds: &[String],
+    quick: bool,
+    keep: Option<&std::path::Path>,
+) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let profile = std::env::temp_dir().join(format!(
+        "zaris-bench-callgrind-{}-{name}-{}.out",
+        std::process::id(),
+        shape.name().replace(' ', "-")
+    ));
+    let mut command = std::process::Command::new("valgrind");
+    command
+        .args([
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=*zaris_measured_window*",
+            "--dump-instr=no",
+        ])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(exe)
+        .args([
+            "--instructions-child",
+            name,
+            &shape.name(),
+            &seeds.join(","),
+        ]);
+    if quick {
+        command.arg("--quick");
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("valgrind did not start: {e}"))?;
+    let text = std::fs::read_to_string(&profile).unwrap_or_default();
+    match keep {
+        // For `callgrind_annotate`: where the instructions go.
+        Some(dir) => {
+            let kept = dir.join(format!("{name}-{}.out", shape.name().replace(' ', "-")));
+            let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::rename(&profile, kept));
+        }
+        None => {
+            let _ = std::fs::remove_file(&profile);
+        }
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let counted = stdout.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        match (words.next()?, words.next()?, words.next()?, words.next()?) {
+            ("ops", ops, "errors", errors) => Some((ops.parse::<u64>().ok()?, errors.to_owned())),
+            _ => None,
+        }
+    });
+    let (Some((ops, errors)), Some(total)) = (counted, callgrind_total(&text)) else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" / ");
+        return Err(format!(
+            "the callgrind child failed ({}): {last}",
+            output.status
+        ));
+    };
+    if errors != "0" {
+        return Err(format!(
+            "{errors} of {ops} operations failed under callgrind"
+        ));
+    }
+    Ok(total as f64 / ops.max(1) as f64)
 }
 
 struct Recovery {
@@ -535,7 +784,8 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
 /// each client takes); `--only NAME`: one client;
 /// `--tasks N`: one concurrency; `--batch N`, `--in-flight N`: one
 /// pipeline shape; `--no-single`, `--no-pipeline`,
-/// `--no-failover`: skip a phase.
+/// `--no-instructions`, `--no-failover`: skip a phase; `--keep-profiles`:
+/// keep the callgrind profiles (`target/bench-client/callgrind/`).
 /// The run's rows: into `target/bench-client/last.json` always, and into
 /// `bench/client-history.jsonl` (the dashboard's client page) unless the run
 /// was quick (noisier) or asked not to be recorded.
@@ -587,6 +837,15 @@ fn main() {
             .cloned()
     };
     let has = |name: &str| args.iter().any(|a| a == name);
+    if let Some(i) = args.iter().position(|a| a == "--instructions-child") {
+        let (name, scenario, seeds) = match &args[i + 1..] {
+            [name, scenario, seeds, ..] => (name, scenario, seeds),
+            _ => panic!("--instructions-child CLIENT SCENARIO SEEDS"),
+        };
+        let seeds: Vec<String> = seeds.split(',').map(str::to_owned).collect();
+        instructions_child(name, scenario, &seeds, has("--quick"));
+        return;
+    }
     let length = match flag("--seconds") {
         Some(s) => Duration::from_secs(s.parse().expect("--seconds takes a number")),
         None if has("--quick") => Duration::from_secs(1),
@@ -602,6 +861,27 @@ fn main() {
         Some(n) => vec![n.parse().expect("--tasks takes a number")],
         None => vec![1, 16, 256],
     };
+    let sizes: Vec<usize> = match flag("--batch") {
+        Some(n) => vec![n.parse().expect("--batch takes a number")],
+        None => vec![100, 1000],
+    };
+    let in_flights: Vec<usize> = match flag("--in-flight") {
+        Some(n) => vec![n.parse().expect("--in-flight takes a number")],
+        None => vec![1, 4],
+    };
+    let mut shapes: Vec<Shape> = Vec::new();
+    if !has("--no-single") {
+        shapes.extend(task_counts.iter().map(|&tasks| Shape::Single { tasks }));
+    }
+    if !has("--no-pipeline") {
+        for &size in &sizes {
+            shapes.extend(
+                in_flights
+                    .iter()
+                    .map(|&in_flight| Shape::Pipelines { size, in_flight }),
+            );
+        }
+    }
     let names: Vec<&str> = CLIENTS
         .into_iter()
         .filter(|n| only.as_deref().is_none_or(|o| o == *n))
@@ -639,12 +919,19 @@ fn main() {
                 cpu_us_per_op: s.cpu,
                 user_us_per_op: s.user,
                 system_us_per_op: s.system,
+                syscalls_per_op: s.syscalls.map(|c| c.total),
+                sends_per_op: s.syscalls.map(|c| c.send),
+                recvs_per_op: s.syscalls.map(|c| c.recv),
+                epoll_waits_per_op: s.syscalls.map(|c| c.epoll),
+                futexes_per_op: s.syscalls.map(|c| c.futex),
+                switches_per_op: Some(s.switches),
+                instructions_per_op: None,
             });
         }
     };
     if !has("--no-single") {
         println!(
-            "==> [1/3] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [1/4] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -679,6 +966,7 @@ fn main() {
                     s.errors
                 );
             }
+            print_counts(&tasks.to_string(), &summaries);
             ratios(&tasks.to_string(), &summaries);
             let plural = if tasks == 1 { "" } else { "s" };
             record(format!("{tasks} task{plural}"), &summaries);
@@ -687,7 +975,7 @@ fn main() {
 
     if !has("--no-pipeline") {
         println!(
-            "==> [2/3] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [2/4] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -712,14 +1000,6 @@ fn main() {
                 None => None,
             })
             .collect();
-        let sizes: Vec<usize> = match flag("--batch") {
-            Some(n) => vec![n.parse().expect("--batch takes a number")],
-            None => vec![100, 1000],
-        };
-        let in_flights: Vec<usize> = match flag("--in-flight") {
-            Some(n) => vec![n.parse().expect("--in-flight takes a number")],
-            None => vec![1, 4],
-        };
         for &size in &sizes {
             for &in_flight in &in_flights {
                 let prepared = prepare(size, in_flight);
@@ -752,6 +1032,7 @@ fn main() {
                         s.errors
                     );
                 }
+                print_counts(&format!("{size}x{in_flight}"), &summaries);
                 ratios(&format!("{size}x{in_flight}"), &summaries);
                 record(format!("pipelines {size} x {in_flight}"), &summaries);
             }
@@ -759,6 +1040,26 @@ fn main() {
         println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
     }
     drop(drivers);
+    if !has("--no-instructions") {
+        let keep = has("--keep-profiles").then(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/bench-client/callgrind")
+        });
+        count_instructions(
+            &shapes,
+            &names,
+            &seeds,
+            has("--quick"),
+            keep.as_deref(),
+            &mut recorded,
+        );
+        if let Some(dir) = &keep {
+            println!(
+                "   profiles kept in {} (callgrind_annotate FILE)",
+                dir.display()
+            );
+        }
+    }
     drop(cluster);
     save(
         &server,
@@ -771,7 +1072,7 @@ fn main() {
         return;
     }
     println!(
-        "==> [3/3] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
+        "==> [4/4] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
         RECOVERY_LIMIT.as_secs()
     );
     for &name in &names {
@@ -795,6 +1096,63 @@ fn main() {
     }
 }
 
+/// Phase 3: each client's user-space instructions per operation in each
+/// scenario, under callgrind, printed and put in its `recorded` row.
+fn count_instructions(
+    shapes: &[Shape],
+    names: &[&str],
+    seeds: &[String],
+    quick: bool,
+    keep: Option<&std::path::Path>,
+    recorded: &mut [zaris_bench::clients::ClientRow],
+) {
+    let valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !valgrind {
+        println!("==> [3/4] instructions: skipped, no valgrind (apt-get install valgrind)");
+        return;
+    }
+    println!(
+        "==> [3/4] user-space instructions per operation under callgrind: a child per client and scenario, \
+         one current-thread runtime, {} single commands or {} pipelined ones after a warm-up",
+        instruction_ops(Shape::Single { tasks: 1 }, quick),
+        instruction_ops(Shape::Pipelines { size: 1, in_flight: 1 }, quick),
+    );
+    for &shape in shapes {
+        let scenario = shape.name();
+        let mut counts: Vec<(&str, f64)> = Vec::new();
+        for &name in names {
+            match instructions(name, shape, seeds, quick, keep) {
+                Ok(per_op) => {
+                    println!("{scenario:>18} {name:>9}: {per_op:>9.0} instructions/op");
+                    counts.push((name, per_op));
+                    if let Some(row) = recorded
+                        .iter_mut()
+                        .find(|r| r.scenario == scenario && r.client == name)
+                    {
+                        row.instructions_per_op = Some(per_op);
+                    }
+                }
+                Err(e) => println!("{scenario:>18} {name:>9}: {e}"),
+            }
+        }
+        let zaris = counts.iter().find(|(n, _)| *n == "zaris");
+        let fewest = counts
+            .iter()
+            .filter(|(n, _)| *n != "zaris")
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let (Some((_, zaris)), Some((peer, fewest))) = (zaris, fewest) {
+            println!(
+                "{scenario:>18}  zaris / fewest peer ({peer}): instructions per op {:.2}x ({:.2}x fewer)",
+                zaris / fewest,
+                fewest / zaris
+            );
+        }
+    }
+}
+
 /// One client's figures over its runs: the median of each.
 struct Summary {
     name: &'static str,
@@ -809,6 +1167,21 @@ struct Summary {
     client_share: f64,
     servers_share: f64,
     errors: usize,
+    /// Per operation: system calls by kind (where counted), and context
+    /// switches (all, and the voluntary part).
+    syscalls: Option<SyscallsPerOp>,
+    switches: f64,
+    voluntary: f64,
+}
+
+/// [`Syscalls`] per operation.
+#[derive(Clone, Copy)]
+struct SyscallsPerOp {
+    total: f64,
+    send: f64,
+    recv: f64,
+    epoll: f64,
+    futex: f64,
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -831,7 +1204,41 @@ impl Summary {
             client_share: of(&|l, c| share(c.client(), l.elapsed, cores)),
             servers_share: of(&|l, c| share(c.servers, l.elapsed, cores)),
             errors: runs.iter().map(|(l, _)| l.errors).sum(),
+            syscalls: runs.iter().all(|(_, c)| c.syscalls.is_some()).then(|| {
+                let count = |kind: fn(&Syscalls) -> u64| {
+                    of(&|l, c| c.syscalls.as_ref().map_or(0, kind) as f64 / l.ops.max(1) as f64)
+                };
+                SyscallsPerOp {
+                    total: count(|s| s.total),
+                    send: count(|s| s.send),
+                    recv: count(|s| s.recv),
+                    epoll: count(|s| s.epoll),
+                    futex: count(|s| s.futex),
+                }
+            }),
+            switches: of(&|l, c| (c.switches.0 + c.switches.1) as f64 / l.ops.max(1) as f64),
+            voluntary: of(&|l, c| c.switches.0 as f64 / l.ops.max(1) as f64),
         }
+    }
+}
+
+/// Each client's counts per operation in one scenario: system calls by
+/// kind and context switches.
+fn print_counts(label: &str, results: &[Summary]) {
+    for s in results {
+        let calls = s.syscalls.map_or_else(
+            || "syscalls not counted".to_owned(),
+            |c| {
+                format!(
+                    "syscalls {:>6.3} (send {:.3}, recv {:.3}, epoll {:.3}, futex {:.3})",
+                    c.total, c.send, c.recv, c.epoll, c.futex
+                )
+            },
+        );
+        println!(
+            "{label:>6} {:>9}  per op: {calls}; context switches {:.3} ({:.3} voluntary)",
+            s.name, s.switches, s.voluntary
+        );
     }
 }
 
@@ -848,8 +1255,19 @@ fn ratios(label: &str, results: &[Summary]) {
     else {
         return;
     };
+    let fewest_calls = results
+        .iter()
+        .filter(|s| s.name != "zaris")
+        .filter_map(|s| Some((s.name, s.syscalls?.total)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let calls = match (zaris.syscalls, fewest_calls) {
+        (Some(z), Some((peer, fewest))) => {
+            format!(", syscalls per op {:.2}x {peer}'s", z.total / fewest)
+        }
+        _ => String::new(),
+    };
     println!(
-        "{label:>6}  zaris / best peer ({}): throughput {:.2}x, client CPU per op {:.2}x",
+        "{label:>6}  zaris / best peer ({}): throughput {:.2}x, client CPU per op {:.2}x{calls}",
         best.name,
         zaris.ops_per_sec / best.ops_per_sec,
         zaris.cpu / best.cpu,

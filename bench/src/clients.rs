@@ -1,8 +1,9 @@
 //! The client benchmark's runs (`just bench-client`: Zaris, fred and
 //! redis-rs on one local cluster), recorded per commit as the criterion
 //! runs are (`bench/client-history.jsonl`, JSON Lines, oldest first), and
-//! the dashboard's client page that charts them: ops/s and client CPU per
-//! operation for each client, at each concurrency and pipeline size.
+//! the dashboard's client page that charts them: ops/s, client CPU, system
+//! calls, context switches and user-space instructions per operation for
+//! each client, at each concurrency and pipeline size.
 
 use std::fs;
 use std::io::Write;
@@ -49,6 +50,29 @@ pub struct ClientRow {
     pub user_us_per_op: f64,
     /// Its kernel part.
     pub system_us_per_op: f64,
+    /// System calls per operation, every kind (runs before these were
+    /// counted have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_per_op: Option<f64>,
+    /// Of those, writes (`sendto`, `sendmsg`, `write`, `writev`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends_per_op: Option<f64>,
+    /// Reads (`recvfrom`, `recvmsg`, `read`, `readv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recvs_per_op: Option<f64>,
+    /// Readiness waits (`epoll_wait` and its variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoll_waits_per_op: Option<f64>,
+    /// Thread parks and wake-ups (`futex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub futexes_per_op: Option<f64>,
+    /// Context switches per operation, voluntary and involuntary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switches_per_op: Option<f64>,
+    /// User-space instructions per operation under callgrind (one
+    /// current-thread runtime, warm-up excluded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_per_op: Option<f64>,
 }
 
 impl ClientRun {
@@ -111,6 +135,38 @@ pub fn append(path: &Path, run: &ClientRun) -> Result<()> {
     Ok(())
 }
 
+/// A count of a row, where the run has it.
+type Metric = fn(&ClientRow) -> Option<f64>;
+
+/// The counts the page sets Zaris against its best peer in, lower better.
+const COUNTS: [(&str, Metric); 3] = [
+    ("CPU", |r| Some(r.cpu_us_per_op)),
+    ("syscalls", |r| r.syscalls_per_op),
+    ("instructions", |r| r.instructions_per_op),
+];
+
+/// Zaris over the best peer (the lowest) in each count of `scenario`,
+/// e.g. `CPU 0.62x, syscalls 1.00x, instructions 0.45x`.
+fn versus_best_peer(run: &ClientRun, scenario: &str) -> String {
+    let Some(zaris) = run.row(scenario, "zaris") else {
+        return String::new();
+    };
+    COUNTS
+        .iter()
+        .filter_map(|(name, metric)| {
+            let ours = metric(zaris)?;
+            let best = CLIENTS[1..]
+                .iter()
+                .filter_map(|c| metric(run.row(scenario, c)?))
+                .filter(|v| *v > 0.0)
+                .fold(f64::INFINITY, f64::min);
+            best.is_finite()
+                .then(|| format!("{name} {:.2}x", ours / best))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A scenario's name as a file name part.
 fn slug(scenario: &str) -> String {
     scenario
@@ -134,8 +190,9 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
     html.push_str(
         "<header>\n<h1>Client benchmark</h1>\n<p>Zaris's client against fred and redis-rs on one \
          local 3+3 cluster (<code>just bench-client</code>): operations a second and the client's \
-         own CPU time per operation (user + system, <code>getrusage</code> of the client process), \
-         at 1, 16 and 256 concurrent tasks and pipelines of 100 and 1,000, recorded per commit. \
+         own cost per operation: CPU time (user + system, <code>getrusage</code> of the client \
+         process), and the counts noise cannot move (system calls, context switches, user-space \
+         instructions), at 1, 16 and 256 concurrent tasks and pipelines of 100 and 1,000, recorded per commit. \
          Throughput on this machine is bound by the servers sharing its cores: judge by the cost per \
          operation. <a href=\"index.html\">Routing benchmarks</a> · \
          <a href=\"reliability.html\">Reliability: the nemesis soak</a> · \
@@ -160,34 +217,46 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
         ),
     );
     html.push_str(
-        "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"latest client run\">\
+        "<p>Per operation: CPU time (this process's <code>getrusage</code>), system calls by kind \
+         (kernel tracepoints: send = <code>sendto</code>/<code>write</code>/<code>writev</code>, \
+         recv = <code>recvfrom</code>/<code>read</code>, epoll = <code>epoll_wait</code>), context \
+         switches, and user-space instructions under callgrind (one current-thread runtime, \
+         warm-up left out). The last column is Zaris over the best peer in each count.</p>\n\
+         <div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"latest client run\">\
          <table id=\"client-latest\"><tr><th>scenario</th><th>client</th><th>ops/s</th>\
-         <th>CPU µs/op</th><th>user</th><th>system</th><th>vs best peer</th></tr>\n",
+         <th>CPU µs/op</th><th>user</th><th>system</th><th>syscalls</th><th>send</th><th>recv</th>\
+         <th>epoll</th><th>futex</th><th>switches</th><th>instructions</th><th>vs best peer</th></tr>\n",
     );
+    let cell = |value: Option<f64>, digits: usize| {
+        value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
+    };
     for scenario in latest.scenarios() {
-        let best_peer = CLIENTS[1..]
-            .iter()
-            .filter_map(|c| latest.row(scenario, c))
-            .map(|r| r.cpu_us_per_op)
-            .fold(f64::INFINITY, f64::min);
         for client in CLIENTS {
             let Some(row) = latest.row(scenario, client) else {
                 continue;
             };
-            let versus = if client == "zaris" && best_peer.is_finite() && best_peer > 0.0 {
-                format!("{:.2}x the CPU", row.cpu_us_per_op / best_peer)
+            let versus = if client == "zaris" {
+                versus_best_peer(latest, scenario)
             } else {
                 String::new()
             };
             let _ = std::fmt::Write::write_fmt(
                 &mut html,
                 format_args!(
-                    "<tr><td>{}</td><td>{client}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{versus}</td></tr>\n",
+                    "<tr><td>{}</td><td>{client}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
+                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{versus}</td></tr>\n",
                     escape(scenario),
                     row.ops_per_sec,
                     row.cpu_us_per_op,
                     row.user_us_per_op,
-                    row.system_us_per_op
+                    row.system_us_per_op,
+                    cell(row.syscalls_per_op, 2),
+                    cell(row.sends_per_op, 2),
+                    cell(row.recvs_per_op, 2),
+                    cell(row.epoll_waits_per_op, 2),
+                    cell(row.futexes_per_op, 2),
+                    cell(row.switches_per_op, 2),
+                    cell(row.instructions_per_op, 0),
                 ),
             );
         }
@@ -196,10 +265,14 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let commits: Vec<&str> = runs.iter().map(ClientRun::short_commit).collect();
     for scenario in latest.scenarios() {
-        type Metric = fn(&ClientRow) -> f64;
-        let metrics: [(&str, &str, Metric); 2] = [
-            ("ops", "ops/s", |r| r.ops_per_sec),
-            ("cpu", "client CPU µs/op", |r| r.cpu_us_per_op),
+        let metrics: [(&str, &str, Metric); 5] = [
+            ("ops", "ops/s", |r| Some(r.ops_per_sec)),
+            ("cpu", "client CPU µs/op", |r| Some(r.cpu_us_per_op)),
+            ("syscalls", "system calls per op", |r| r.syscalls_per_op),
+            ("switches", "context switches per op", |r| r.switches_per_op),
+            ("instructions", "user-space instructions per op", |r| {
+                r.instructions_per_op
+            }),
         ];
         for (part, label, metric) in metrics {
             let series: Vec<(String, Vec<(f64, f64)>)> = CLIENTS
@@ -209,7 +282,7 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
                         .iter()
                         .enumerate()
                         .filter_map(|(i, run)| {
-                            Some(((i + 1) as f64, metric(run.row(scenario, client)?)))
+                            Some(((i + 1) as f64, metric(run.row(scenario, client)?)?))
                         })
                         .filter(|&(_, y)| y > 0.0)
                         .collect();
@@ -247,6 +320,13 @@ mod tests {
             cpu_us_per_op: cpu,
             user_us_per_op: cpu / 2.0,
             system_us_per_op: cpu / 2.0,
+            syscalls_per_op: Some(if client == "zaris" { 3.0 } else { 4.0 }),
+            sends_per_op: Some(1.0),
+            recvs_per_op: Some(1.0),
+            epoll_waits_per_op: Some(1.0),
+            futexes_per_op: Some(if client == "zaris" { 0.0 } else { 1.0 }),
+            switches_per_op: Some(1.0),
+            instructions_per_op: Some(cpu * 1000.0),
         };
         ClientRun {
             commit: commit.into(),
@@ -278,16 +358,29 @@ mod tests {
         assert_eq!(runs[1].scenarios(), ["1 task", "pipelines 100 x 1"]);
         let html = render(&runs, &dir).unwrap();
         assert!(html.contains("<td>1 task</td><td>zaris</td><td>83333</td><td>12.00</td>"));
-        assert!(html.contains("0.69x the CPU"), "12 over fred's 17.5");
+        assert!(
+            html.contains("CPU 0.69x, syscalls 0.75x, instructions 0.69x"),
+            "12 over fred's 17.5, 3 syscalls over 4: {html}"
+        );
         for file in [
             "client-1-task-ops.svg",
             "client-1-task-cpu.svg",
+            "client-1-task-syscalls.svg",
+            "client-1-task-switches.svg",
+            "client-1-task-instructions.svg",
             "client-pipelines-100-x-1-cpu.svg",
         ] {
             let svg = fs::read_to_string(dir.join(file)).unwrap();
             assert!(svg.starts_with("<svg"), "{file}");
             assert!(html.contains(&format!("src=\"{file}\"")));
         }
+        // A run recorded before the counts were: no counts, no chart points,
+        // and the page still renders.
+        let old = r#"{"commit":"c0ffee","date":"2026-11-01T00:00:00Z","cpu":"x","cpus":2,"server":"redis-server","rows":[{"scenario":"1 task","client":"zaris","ops_per_sec":1.0,"cpu_us_per_op":20.0,"user_us_per_op":10.0,"system_us_per_op":10.0}]}"#;
+        let old: ClientRun = serde_json::from_str(old).unwrap();
+        assert_eq!(old.rows[0].syscalls_per_op, None);
+        let html = render(&[old, runs[1].clone()], &dir).unwrap();
+        assert!(html.contains("client-1-task-instructions.svg"));
         assert!(render(&[], &dir)
             .unwrap()
             .contains("No client run is recorded yet"));

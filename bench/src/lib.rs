@@ -15,6 +15,7 @@ pub mod bars;
 pub mod charts;
 pub mod clients;
 pub mod compare;
+pub mod counts;
 pub mod criterion;
 pub mod history;
 pub mod interleave;

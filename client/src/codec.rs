@@ -119,23 +119,29 @@ pub(crate) fn encode_into(buf: &mut BytesMut, args: &[&[u8]]) {
     }
 }
 
-/// `*<n>\r\n` or `$<n>\r\n`.
+/// `*<n>\r\n` or `$<n>\r\n`, in one append: most are one or two digits
+/// (a command's arguments, its name, short keys), written without a
+/// division loop.
 fn header(buf: &mut BytesMut, kind: u8, n: usize) {
-    let mut digits = [0u8; 21];
-    let mut at = digits.len();
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    if n < 10 {
+        return buf.extend_from_slice(&[kind, digit(n), b'\r', b'\n']);
+    }
+    if n < 100 {
+        return buf.extend_from_slice(&[kind, digit(n / 10), digit(n), b'\r', b'\n']);
+    }
+    let mut out = [0u8; 23];
+    let mut at = out.len() - 2;
+    out[at..].copy_from_slice(b"\r\n");
     let mut n = n;
-    loop {
+    while n > 0 {
         at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
+        out[at] = digit(n);
         n /= 10;
-        if n == 0 {
-            break;
-        }
     }
     at -= 1;
-    digits[at] = kind;
-    buf.extend_from_slice(&digits[at..]);
-    buf.extend_from_slice(b"\r\n");
+    out[at] = kind;
+    buf.extend_from_slice(&out[at..]);
 }
 
 /// Limits a connection enforces.
@@ -867,13 +873,20 @@ mod tests {
         use redis_protocol::resp2::encode::extend_encode_borrowed;
         use redis_protocol::resp2::types::BorrowedFrame;
         let long = vec![b'x'; 123_456];
-        let lines: [&[&[u8]]; 6] = [
+        // Every length at the edges of the one- and two-digit fast paths.
+        let edges: Vec<Vec<u8>> = [9, 10, 99, 100, 999, 1000].map(|n| vec![b'y'; n]).into();
+        let edges: Vec<&[u8]> = edges.iter().map(Vec::as_slice).collect();
+        let lines: [&[&[u8]]; 10] = [
             &[],
             &[b""],
             &[b"GET", b"k"],
             &[b"SET", b"\r\n\0\xff", &long],
+            &[&b"a"[..]; 9],
             &[&b"a"[..]; 10],
+            &[&b"c"[..]; 99],
+            &[&b"c"[..]; 100],
             &[&b"b"[..]; 101],
+            &edges,
         ];
         for args in lines {
             let frames: Vec<BorrowedFrame<'_>> =

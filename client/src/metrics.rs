@@ -17,8 +17,6 @@
 //! One attempt's latency is recorded per node, from the write to the last
 //! reply.
 
-use std::time::Duration;
-
 /// A request ended (its caller got `outcome`).
 #[inline]
 pub(crate) fn request(command: &'static str, outcome: &'static str) {
@@ -68,14 +66,29 @@ pub(crate) fn opened(node: &str) {
     let _ = node;
 }
 
-/// One attempt on `node` took `took`; `in_flight` requests are there now.
+/// When an attempt starts, for [`attempt`]: read from the clock only
+/// when metrics are on (two clock reads per request otherwise wasted).
 #[inline]
-pub(crate) fn attempt(node: &str, took: Duration, in_flight: usize) {
+pub(crate) fn started() -> Option<std::time::Instant> {
     #[cfg(feature = "metrics")]
     {
+        Some(std::time::Instant::now())
+    }
+    #[cfg(not(feature = "metrics"))]
+    {
+        None
+    }
+}
+
+/// One attempt on `node`, begun at `began` ([`started`]), is over;
+/// `in_flight` requests are there now.
+#[inline]
+pub(crate) fn attempt(node: &str, began: Option<std::time::Instant>, in_flight: usize) {
+    #[cfg(feature = "metrics")]
+    if let Some(began) = began {
         metrics::histogram!("zaris_request_seconds", "node" => node.to_owned())
-            .record(took.as_secs_f64());
+            .record(began.elapsed().as_secs_f64());
         metrics::gauge!("zaris_in_flight", "node" => node.to_owned()).set(in_flight as f64);
     }
-    let _ = (node, took, in_flight);
+    let _ = (node, began, in_flight);
 }

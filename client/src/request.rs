@@ -672,18 +672,11 @@ impl Inner {
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<Frame>, ConnError> {
         let index = |at: usize| round[at].index;
-        let timeout = until.saturating_duration_since(Instant::now());
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = batch.members[..] {
             let i = index(at);
             return self
-                .send_on(
-                    batch,
-                    requests.shared(i),
-                    requests.replies(i),
-                    timeout,
-                    room,
-                )
+                .send_on(batch, requests.shared(i), requests.replies(i), until, room)
                 .await;
         }
         let size = batch
@@ -701,7 +694,7 @@ impl Inner {
             bytes.extend_from_slice(requests.bytes(index(at)));
             replies += requests.replies(index(at));
         }
-        self.send_on(batch, bytes.freeze(), replies, timeout, room)
+        self.send_on(batch, bytes.freeze(), replies, until, room)
             .await
     }
 
@@ -713,10 +706,11 @@ impl Inner {
         batch: &Batch,
         bytes: Bytes,
         replies: usize,
-        timeout: Duration,
+        until: Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<Frame>, ConnError> {
         if batch.dedicated {
+            let timeout = until.saturating_duration_since(Instant::now());
             // Connecting may not take the whole wait.
             let connect = timeout.min(self.config.attempt_timeout);
             let conn = batch.node.dedicated(connect, &self.config.conn).await?;
@@ -724,14 +718,20 @@ impl Inner {
             batch.node.give_back(conn);
             Ok(frames)
         } else {
-            let began = Instant::now();
+            let began = metrics::started();
             let sent = async {
-                let conn = batch.node.connection(timeout, &self.config.conn).await?;
-                conn.request_in(bytes, replies, timeout, room).await
+                let conn = match batch.node.live() {
+                    Some(conn) => conn,
+                    None => {
+                        let timeout = until.saturating_duration_since(Instant::now());
+                        batch.node.connection(timeout, &self.config.conn).await?
+                    }
+                };
+                conn.request_in(bytes, replies, until, room).await
             }
             .await;
             batch.node.note_reply(&sent);
-            metrics::attempt(&batch.node.addr, began.elapsed(), batch.node.in_flight());
+            metrics::attempt(&batch.node.addr, began, batch.node.in_flight());
             sent
         }
     }

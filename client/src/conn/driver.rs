@@ -1,25 +1,30 @@
 //! One multiplexed, pipelined connection to one node.
 //!
-//! Callers hand the connection's task encoded commands over a channel; it
-//! writes whatever is queued in one go (pipelining), keeps each request's
-//! reply slot in order, parses replies (`codec`) and completes the slots
-//! first-in first-out. Requests from any number of tasks share the socket;
-//! a caller that stops waiting (deadline) leaves its slot behind, and its
-//! reply is read and dropped, so the order never slips.
+//! Callers and the connection's task share one state under a lock: the
+//! reply slots in send order and the bytes not yet written. A caller alone
+//! on an idle connection writes its request to the socket itself: one
+//! system call, and no wake-up of the task to hand it over. Otherwise it
+//! appends to what the task writes next, and under concurrency the task
+//! gathers everything queued into one write. The task reads replies,
+//! parses them (`codec`), completes the slots first-in first-out, and keeps
+//! their deadlines with one timer per connection, not one per request.
+//! A caller that stops waiting (deadline, dropped future) leaves its slot
+//! behind, and its reply is read and dropped, so the order never slips.
 
 use std::collections::VecDeque;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
+use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::time::Instant;
 use tokio_util::either::Either;
 
 use super::ConnError;
@@ -31,77 +36,205 @@ const READ_CHUNK: usize = 64 * 1024;
 /// A write is cut at this size; what is left goes in the next.
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 
-/// One request: its encoded commands and how many replies they produce.
-struct Request {
-    bytes: Bytes,
-    replies: usize,
-    done: oneshot::Sender<Result<Vec<Frame>, ConnError>>,
-    room: Option<OwnedSemaphorePermit>,
-}
+/// A deadline past any time-out a caller sets (`Duration::MAX` included).
+const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
+
+type Reply = Result<Vec<Frame>, ConnError>;
 
 /// A reply slot, in send order.
-struct Pending {
+struct Slot {
     replies: usize,
-    done: oneshot::Sender<Result<Vec<Frame>, ConnError>>,
+    /// Where the replies go; `None` once the caller was told it timed out.
+    done: Option<oneshot::Sender<Reply>>,
+    deadline: Instant,
     /// Its place among the node's requests in flight, held until its
     /// replies come or the connection ends, whether or not its caller
     /// still waits: a reply owed is a request the node still holds.
     _room: Option<OwnedSemaphorePermit>,
 }
 
-/// A live connection; cheap to share (`Arc`), closed when the last handle
-/// and both tasks are gone or the socket fails.
-pub(crate) struct Connection {
-    requests: mpsc::Sender<Request>,
-    alive: Arc<Health>,
+impl Slot {
+    /// Whether a caller still waits for it.
+    fn waited(&self) -> bool {
+        self.done.as_ref().is_some_and(|done| !done.is_closed())
+    }
 }
 
-/// What a connection's task tells its handles: whether the socket is
-/// good, and once it is not, why (so a request queued after the end gets
-/// the real reason, not "closed").
+/// What callers and the task share, under [`Shared::state`].
 #[derive(Default)]
-pub(crate) struct Health {
-    alive: AtomicBool,
-    ended: std::sync::OnceLock<ConnError>,
+struct State {
+    slots: VecDeque<Slot>,
+    /// Bytes queued for the task to write, in slot order.
+    out: BytesMut,
+    /// The task's timer fires no later than this (`None`: not armed):
+    /// a caller with an earlier deadline moves it and wakes the task.
+    armed: Option<Instant>,
+    /// `armed` moved by a caller: the task re-arms.
+    rearm: bool,
+    /// Why the connection ended, once it has: requests fail at once.
+    ended: Option<ConnError>,
+    /// Every handle is gone.
+    released: bool,
 }
 
-impl Health {
-    fn new() -> Arc<Self> {
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the task ([`Shared::wake`]): bytes to write, an earlier
+    /// deadline, the last handle gone.
+    task: AtomicWaker,
+    woken: AtomicBool,
+    alive: AtomicBool,
+    /// The socket, for a lone caller's own write (plain TCP; over TLS
+    /// every write goes through the task and rustls).
+    tcp: Option<TcpStream>,
+}
+
+impl Shared {
+    fn new(tcp: Option<TcpStream>) -> Arc<Self> {
         Arc::new(Self {
+            state: Mutex::new(State::default()),
+            task: AtomicWaker::new(),
+            woken: AtomicBool::new(false),
             alive: AtomicBool::new(true),
-            ended: std::sync::OnceLock::new(),
+            tcp,
         })
+    }
+
+    /// Wakes the task (or, if it is running, makes its next wait end at
+    /// once).
+    fn wake(&self) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+
+    /// Until [`Self::wake`] (since the last time this returned). Cheaper
+    /// than a `Notify`: nothing to enlist per wait, and a wait the task
+    /// is not woken from costs one atomic swap and a waker comparison.
+    fn woken(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(|cx| {
+            if self.woken.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            self.task.register(cx.waker());
+            if self.woken.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Why the connection ended (or that it did).
     fn ended(&self) -> ConnError {
-        self.ended
-            .get()
-            .cloned()
+        self.lock()
+            .ended
+            .clone()
             .unwrap_or_else(|| ConnError::Reset("connection closed".into()))
+    }
+
+    /// Ends the connection (once): marks it dead and fails every request
+    /// written or queued with `error`.
+    fn end(&self, error: ConnError) {
+        let slots = {
+            let mut state = self.lock();
+            if state.ended.is_some() {
+                return;
+            }
+            state.ended = Some(error.clone());
+            state.out.clear();
+            std::mem::take(&mut state.slots)
+        };
+        self.alive.store(false, Ordering::Release);
+        for mut slot in slots {
+            if let Some(done) = slot.done.take() {
+                let _ = done.send(Err(error.clone()));
+            }
+        }
+    }
+
+    /// Queues `bytes` with its reply slot: written at once when the
+    /// connection is idle (nothing owed, nothing queued), else by the task.
+    fn submit(&self, bytes: &[u8], slot: Slot) -> Result<(), ConnError> {
+        let deadline = slot.deadline;
+        let mut state = self.lock();
+        if let Some(why) = &state.ended {
+            return Err(why.clone());
+        }
+        let mut rest = bytes;
+        if let (Some(tcp), true) = (&self.tcp, state.slots.is_empty() && state.out.is_empty()) {
+            rest = write_now(tcp, rest);
+        }
+        state.slots.push_back(slot);
+        let mut wake = false;
+        if state.armed.is_none_or(|at| deadline < at) {
+            state.armed = Some(deadline);
+            state.rearm = true;
+            wake = true;
+        }
+        if !rest.is_empty() {
+            // The task was woken when `out` last became non-empty.
+            wake |= state.out.is_empty();
+            state.out.extend_from_slice(rest);
+        }
+        drop(state);
+        if wake {
+            self.wake();
+        }
+        Ok(())
+    }
+}
+
+/// Writes what the socket takes of `bytes` now; returns the rest (all of
+/// it after an error, which the task then meets and reports).
+fn write_now<'a>(tcp: &TcpStream, mut bytes: &'a [u8]) -> &'a [u8] {
+    while !bytes.is_empty() {
+        match tcp.try_write(bytes) {
+            Ok(n) if n > 0 => bytes = &bytes[n..],
+            _ => break,
+        }
+    }
+    bytes
+}
+
+/// A live connection, closed when the last handle and the task's last
+/// owed reply are gone, or the socket fails.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.lock().released = true;
+        self.shared.wake();
     }
 }
 
 impl Connection {
     /// Starts the driver task on an open socket to `addr`.
     pub(crate) fn start(stream: Stream, limits: Limits, addr: &str) -> Self {
-        let (requests, queue) = mpsc::channel(4096);
-        let alive = Health::new();
         let name = addr.to_owned();
-        match stream {
+        let shared = match stream {
             Either::Left(tcp) => {
-                tokio::spawn(drive(tcp, queue, alive.clone(), limits, name));
+                let shared = Shared::new(Some(tcp));
+                tokio::spawn(drive(shared.clone(), limits, name));
+                shared
             }
             Either::Right(tls) => {
-                tokio::spawn(drive_stream(tls, queue, alive.clone(), limits, name));
+                let shared = Shared::new(None);
+                tokio::spawn(drive_stream(tls, shared.clone(), limits, name));
+                shared
             }
-        }
-        Self { requests, alive }
+        };
+        Self { shared }
     }
 
     /// Whether the socket is still believed good.
     pub(crate) fn is_alive(&self) -> bool {
-        self.alive.alive.load(Ordering::Acquire)
+        self.shared.alive.load(Ordering::Acquire)
     }
 
     /// Sends `bytes` (one or more encoded commands producing `replies`
@@ -112,153 +245,416 @@ impl Connection {
         replies: usize,
         timeout: Duration,
     ) -> Result<Vec<Frame>, ConnError> {
-        self.request_in(bytes, replies, timeout, None).await
+        let until = std::time::Instant::now() + timeout.min(FAR);
+        self.request_in(bytes, replies, until, None).await
     }
 
-    /// [`Self::request`], holding `room` (a place among the node's
-    /// requests in flight) until its replies come or the connection ends.
+    /// [`Self::request`] with a deadline, holding `room` (a place among
+    /// the node's requests in flight) until its replies come or the
+    /// connection ends.
     pub(crate) async fn request_in(
         &self,
         bytes: Bytes,
         replies: usize,
-        timeout: Duration,
+        until: std::time::Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<Frame>, ConnError> {
         let (done, reply) = oneshot::channel();
-        let send = self.requests.send(Request {
-            bytes,
+        let slot = Slot {
             replies,
-            done,
-            room,
-        });
-        let wait = async {
-            send.await.map_err(|_| self.alive.ended())?;
-            reply.await.map_err(|_| self.alive.ended())?
+            done: Some(done),
+            deadline: Instant::from_std(until),
+            _room: room,
         };
-        tokio::time::timeout(timeout, wait)
-            .await
-            .unwrap_or(Err(ConnError::TimedOut))
+        self.shared.submit(&bytes, slot)?;
+        reply.await.unwrap_or_else(|_| Err(self.shared.ended()))
     }
 }
 
 /// A socket to a node: plain TCP, or TLS over it.
 pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
-/// The connection's one task: writes whatever callers queued in one go,
-/// reads replies and hands them out in order. One task, not a reader and a
-/// writer, so a reply costs no extra wake-up.
-async fn drive(
-    stream: TcpStream,
-    mut queue: mpsc::Receiver<Request>,
-    alive: Arc<Health>,
-    limits: Limits,
-    addr: String,
-) {
-    let mut conn = Driver::new(limits);
-    let mut open = true;
-    let mut last_batch = 0;
-    let error = loop {
-        // Everything queued goes out in one write. Under concurrency, the
-        // other tasks get one more turn to queue theirs first: one larger
-        // write costs the node (and us) fewer system calls than several.
-        let mut batch = 0;
-        let mut yielded = false;
-        while open && conn.out.len() < MAX_BATCH_BYTES {
-            match queue.try_recv() {
-                Ok(request) => {
-                    conn.push(request);
-                    batch += 1;
-                }
-                Err(mpsc::error::TryRecvError::Empty)
-                    if !yielded && batch > 0 && last_batch > 1 =>
-                {
-                    yielded = true;
-                    tokio::task::yield_now().await;
-                }
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
-            }
-        }
-        if batch > 0 {
-            last_batch = batch;
-        }
-        if !open && conn.nobody_waits(&addr) {
-            break None; // every handle dropped: no reply can reach anyone
-        }
-        if let Err(e) = conn.write_some(&stream) {
-            break Some(e);
-        }
-        match conn.read_some(&stream, &addr) {
-            Ok(()) => {}
-            Err(e) => break Some(e),
-        }
-        let writing = !conn.out.is_empty();
-        let room = open && conn.out.len() < MAX_BATCH_BYTES;
-        tokio::select! {
-            ready = stream.readable() => if let Err(e) = ready {
-                break Some(ConnError::Reset(format!("{addr}: {e}")));
-            },
-            ready = stream.writable(), if writing => if let Err(e) = ready {
-                break Some(ConnError::Reset(format!("{addr}: {e}")));
-            },
-            request = queue.recv(), if room => match request {
-                Some(request) => conn.push(request),
-                None => open = false,
-            },
-        }
-    };
-    conn.shut(error, &mut queue, &alive, &addr);
+/// What woke the task.
+enum Woken {
+    Io,
+    Called,
+    Timer,
 }
 
-/// The one task of a connection over any stream (TLS): the same batching
-/// and reply delivery as [`drive`], through `AsyncRead`/`AsyncWrite`
-/// (rustls needs its own buffers, so the plain socket's readiness tricks do
-/// not apply).
-async fn drive_stream<S>(
-    mut stream: S,
-    mut queue: mpsc::Receiver<Request>,
-    alive: Arc<Health>,
-    limits: Limits,
-    addr: String,
-) where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+/// The connection's one task over plain TCP: writes what callers queued
+/// in one go, reads replies and hands them out in order, keeps the
+/// deadlines. One task, not a reader and a writer, so a reply costs no
+/// extra wake-up.
+async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
+    let _ending = Ending(shared.clone());
+    let tcp = shared.tcp.as_ref().expect("a plain TCP connection");
     let mut conn = Driver::new(limits);
-    let mut open = true;
+    let timer = tokio::time::sleep(FAR);
+    tokio::pin!(timer);
+    let mut woken = Woken::Called;
     let error = loop {
-        while open && conn.out.len() < MAX_BATCH_BYTES {
-            match queue.try_recv() {
-                Ok(request) => conn.push(request),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
+        match conn.read_some(tcp, &shared, &addr) {
+            // Under concurrency, the callers these replies woke get a turn
+            // to queue their next requests first: one write then carries
+            // them all, which costs the node (and us) fewer system calls
+            // than one each. A lone caller writes its own, and is not
+            // waited for.
+            Ok(Answered { slots, owed }) if slots > 1 || (slots == 1 && owed > 0) => {
+                tokio::task::yield_now().await;
             }
-        }
-        if !open && conn.nobody_waits(&addr) {
-            break None;
-        }
-        let step =
-            std::future::poll_fn(|cx| conn.poll_io(&mut stream, &mut queue, open, cx, &addr)).await;
-        match step {
-            Ok(still_open) => open = still_open,
+            Ok(_) => {}
             Err(e) => break Some(e),
         }
+        conn.gather(&shared);
+        if let Err(e) = conn.write_some(tcp) {
+            break Some(e);
+        }
+        conn.keep_time(&shared, timer.as_mut(), matches!(woken, Woken::Timer));
+        if conn.nobody_waits(&shared, &addr) {
+            break None; // every handle dropped: no reply can reach anyone
+        }
+        let writing = !conn.out.is_empty();
+        woken = tokio::select! {
+            // In order, not at random: each turn serves every source anyway.
+            biased;
+            // The task alone waits on the socket: the poll forms keep one
+            // waker each, where `readable()` enlists a waiter per turn.
+            ready = std::future::poll_fn(|cx| tcp.poll_read_ready(cx)) => match ready {
+                Ok(()) => Woken::Io,
+                Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
+            },
+            ready = std::future::poll_fn(|cx| tcp.poll_write_ready(cx)), if writing => match ready {
+                Ok(()) => Woken::Io,
+                Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
+            },
+            () = shared.woken() => Woken::Called,
+            () = &mut timer, if conn.timed => Woken::Timer,
+        };
+    };
+    conn.shut(&shared, error, &addr);
+}
+
+/// The one task of a connection over any stream (TLS): the same batching,
+/// reply delivery and deadlines as [`drive`], through `AsyncRead` and
+/// `AsyncWrite` (rustls needs its own buffers, so the plain socket's
+/// readiness tricks do not apply).
+async fn drive_stream<S>(mut stream: S, shared: Arc<Shared>, limits: Limits, addr: String)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ending = Ending(shared.clone());
+    let mut conn = Driver::new(limits);
+    let timer = tokio::time::sleep(FAR);
+    tokio::pin!(timer);
+    let mut woken = Woken::Called;
+    let error = loop {
+        conn.gather(&shared);
+        conn.keep_time(&shared, timer.as_mut(), matches!(woken, Woken::Timer));
+        if conn.nobody_waits(&shared, &addr) {
+            break None;
+        }
+        let timed = conn.timed;
+        let io = std::future::poll_fn(|cx| conn.poll_io(&mut stream, &shared, cx, &addr));
+        woken = tokio::select! {
+            biased;
+            step = io => match step {
+                Ok(()) => Woken::Io,
+                Err(e) => break Some(e),
+            },
+            () = shared.woken() => Woken::Called,
+            () = &mut timer, if timed => Woken::Timer,
+        };
     };
     let _ = stream.shutdown().await;
-    conn.shut(error, &mut queue, &alive, &addr);
+    conn.shut(&shared, error, &addr);
+}
+
+/// Ends the connection if its task stops any other way than through
+/// [`Driver::shut`] (its runtime shut down): the slots live in the shared
+/// state, so their callers must still hear.
+struct Ending(Arc<Shared>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.0
+            .end(ConnError::Reset("the connection's task stopped".into()));
+    }
+}
+
+/// What a read completed: slots answered, and slots still owed a reply.
+#[derive(Clone, Copy, Default)]
+struct Answered {
+    slots: usize,
+    owed: usize,
+}
+
+/// The state of one connection's task.
+struct Driver {
+    /// Replies collected so far for the front slot.
+    frames: Vec<Frame>,
+    /// Replies parsed from the input, not yet handed to their slots.
+    parsed: Vec<Frame>,
+    /// Slots answered, handed their replies once the lock is let go.
+    answered_slots: Vec<(Slot, Reply)>,
+    /// Bytes taken from the callers' queue, not yet written.
+    out: BytesMut,
+    input: BytesMut,
+    limits: Limits,
+    /// Whether the timer is armed.
+    timed: bool,
+    /// Whether the node ever answered: a connection closed before any
+    /// reply is most often plain text sent to a TLS port.
+    answered: bool,
+    /// Bytes handed to a TLS stream that it may still hold.
+    unflushed: bool,
 }
 
 impl Driver {
-    /// One turn of [`drive_stream`]: writes, flushes, reads and takes new
-    /// requests as far as each can go without waiting; ready once any
-    /// made progress (with whether the queue is still open).
+    fn new(limits: Limits) -> Self {
+        Self {
+            frames: Vec::new(),
+            parsed: Vec::new(),
+            answered_slots: Vec::new(),
+            out: BytesMut::with_capacity(16 * 1024),
+            input: BytesMut::with_capacity(READ_CHUNK),
+            limits,
+            timed: false,
+            answered: false,
+            unflushed: false,
+        }
+    }
+
+    /// Takes what callers queued, unless a batch is already waiting to be
+    /// written.
+    fn gather(&mut self, shared: &Shared) {
+        if self.out.len() >= MAX_BATCH_BYTES {
+            return;
+        }
+        let mut state = shared.lock();
+        if state.out.is_empty() {
+            return;
+        }
+        if self.out.is_empty() {
+            std::mem::swap(&mut self.out, &mut state.out);
+        } else {
+            self.out.extend_from_slice(&state.out);
+            state.out.clear();
+        }
+    }
+
+    /// The deadlines: on the timer, tells every caller whose deadline
+    /// passed that it timed out (its slot stays, for the reply still owed)
+    /// and arms for the next; on a caller's earlier deadline, re-arms.
+    fn keep_time(&mut self, shared: &Shared, timer: Pin<&mut tokio::time::Sleep>, fired: bool) {
+        let mut state = shared.lock();
+        if fired {
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            for slot in &mut state.slots {
+                if !slot.waited() {
+                    continue;
+                }
+                if slot.deadline <= now {
+                    if let Some(done) = slot.done.take() {
+                        let _ = done.send(Err(ConnError::TimedOut));
+                    }
+                } else {
+                    next = Some(next.map_or(slot.deadline, |n| n.min(slot.deadline)));
+                }
+            }
+            state.armed = next;
+            state.rearm = false;
+            self.timed = false;
+            if let Some(at) = next {
+                timer.reset(at);
+                self.timed = true;
+            }
+        } else if state.rearm {
+            state.rearm = false;
+            if let Some(at) = state.armed {
+                timer.reset(at);
+                self.timed = true;
+            }
+        }
+    }
+
+    /// The error for a connection the node closed.
+    fn closed(&self, addr: &str) -> ConnError {
+        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
+    }
+
+    /// The error for a connection that broke (`e`): a TLS alert stays a
+    /// TLS failure (TLS 1.3 reports a refused client certificate on the
+    /// first read, after the handshake).
+    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
+        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(tls) => ConnError::Tls(tls.to_string()),
+            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
+        }
+    }
+
+    /// A connection that ends before any reply most often sent plain text
+    /// to a TLS port.
+    fn hint(&self) -> &'static str {
+        if self.answered {
+            ""
+        } else {
+            " before answering (a TLS port? use rediss://)"
+        }
+    }
+
+    /// Completes every whole reply in the input, in order: parsed without
+    /// the lock, handed to the slots under it, sent after it.
+    fn deliver(&mut self, shared: &Shared, addr: &str) -> Result<Answered, ConnError> {
+        self.answered |= !self.input.is_empty();
+        let parsed = &mut self.parsed;
+        take_frames(&mut self.input, self.limits, |frame| {
+            if let Frame::Push(items) = &frame {
+                // RESP3 out of band (an invalidation, a server's notice): not
+                // the reply of any request.
+                tracing::debug!(
+                    addr,
+                    items = items.len(),
+                    "a push frame, not a reply: dropped"
+                );
+            } else {
+                parsed.push(frame);
+            }
+            Ok::<(), ConnError>(())
+        })?;
+        if self.parsed.is_empty() {
+            return Ok(Answered::default());
+        }
+        let mut stray = None;
+        let owed = {
+            let mut state = shared.lock();
+            for frame in self.parsed.drain(..) {
+                let Some(slot) = state.slots.front() else {
+                    stray = Some(frame);
+                    break;
+                };
+                if self.frames.is_empty() {
+                    self.frames.reserve_exact(slot.replies);
+                }
+                self.frames.push(frame);
+                if self.frames.len() >= slot.replies {
+                    let slot = state.slots.pop_front().expect("a front slot");
+                    self.answered_slots
+                        .push((slot, Ok(std::mem::take(&mut self.frames))));
+                }
+            }
+            state.slots.len()
+        };
+        self.parsed.clear();
+        let slots = self.answered_slots.len();
+        for (mut slot, reply) in self.answered_slots.drain(..) {
+            let sent = slot.done.take().map(|done| done.send(reply).is_ok());
+            if sent != Some(true) {
+                // Its caller gave up (a time-out, a dropped future):
+                // whatever the reply carried goes to no one, so say so.
+                tracing::warn!(
+                    addr,
+                    "a reply came for a request whose caller gave up; dropped"
+                );
+            }
+        }
+        match stray {
+            Some(frame) => Err(ConnError::Protocol(format!(
+                "{addr} sent a reply nobody asked for: {frame:?}"
+            ))),
+            None => Ok(Answered { slots, owed }),
+        }
+    }
+
+    /// With every handle to the connection dropped (so no caller can be
+    /// waiting on it): whether to close now. It is, even with replies
+    /// still owed: no one can receive them, and a server holding a blocked
+    /// command for this connection (`BLPOP`) would hand its next item to
+    /// no one. Closing makes the server unblock it instead. A reply still
+    /// wanted (never, once every handle is gone) keeps it open.
+    fn nobody_waits(&self, shared: &Shared, addr: &str) -> bool {
+        let state = shared.lock();
+        if !state.released || state.slots.iter().any(Slot::waited) {
+            return false;
+        }
+        if !state.slots.is_empty() {
+            tracing::warn!(
+                addr,
+                abandoned = state.slots.len(),
+                "closing a connection whose callers gave up before their replies: \
+                 the server drops what it held for it (a blocked command is unblocked, not served)"
+            );
+        }
+        true
+    }
+
+    /// Writes what the socket takes now.
+    fn write_some(&mut self, stream: &TcpStream) -> Result<(), ConnError> {
+        while !self.out.is_empty() {
+            match stream.try_write(&self.out) {
+                Ok(n) => self.out.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(ConnError::Reset(e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what the socket has now and completes every whole reply.
+    fn read_some(
+        &mut self,
+        stream: &TcpStream,
+        shared: &Shared,
+        addr: &str,
+    ) -> Result<Answered, ConnError> {
+        let mut answered = Answered::default();
+        loop {
+            // Read in large chunks: a full buffer would otherwise grow by 64
+            // bytes per read, one system call each.
+            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
+                self.input.reserve(READ_CHUNK);
+            }
+            // A read shorter than the room offered drained the socket: say
+            // so (a would-block from the closure clears the readiness; an
+            // edge that came meanwhile is kept), and skip the read that
+            // would only answer EAGAIN. One system call in three saved.
+            let room = self.input.capacity() - self.input.len();
+            let mut got = 0;
+            let read = stream.try_io(Interest::READABLE, || {
+                got = stream.try_read_buf(&mut self.input)?;
+                if got > 0 && got < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(got)
+                }
+            });
+            let drained = match read {
+                Ok(0) => return Err(self.closed(addr)),
+                Ok(_) => false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(answered),
+                Err(e) => return Err(self.broken(addr, &e)),
+            };
+            let now = self.deliver(shared, addr)?;
+            answered = Answered {
+                slots: answered.slots + now.slots,
+                owed: now.owed,
+            };
+            if drained {
+                return Ok(answered);
+            }
+        }
+    }
+
+    /// One turn of [`drive_stream`]'s I/O: writes, flushes and reads as
+    /// far as each can go without waiting; ready once any made progress.
     fn poll_io<S>(
         &mut self,
         stream: &mut S,
-        queue: &mut mpsc::Receiver<Request>,
-        open: bool,
+        shared: &Shared,
         cx: &mut Context<'_>,
         addr: &str,
-    ) -> Poll<Result<bool, ConnError>>
+    ) -> Poll<Result<(), ConnError>>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
@@ -292,7 +688,7 @@ impl Driver {
             match tokio_util::io::poll_read_buf(Pin::new(&mut *stream), cx, &mut self.input) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(addr))),
                 Poll::Ready(Ok(_)) => {
-                    if let Err(e) = self.deliver(addr) {
+                    if let Err(e) = self.deliver(shared, addr) {
                         return Poll::Ready(Err(e));
                     }
                     progress = true;
@@ -301,22 +697,8 @@ impl Driver {
                 Poll::Pending => break,
             }
         }
-        let mut still_open = open;
-        if open && self.out.len() < MAX_BATCH_BYTES {
-            match queue.poll_recv(cx) {
-                Poll::Ready(Some(request)) => {
-                    self.push(request);
-                    progress = true;
-                }
-                Poll::Ready(None) => {
-                    still_open = false;
-                    progress = true;
-                }
-                Poll::Pending => {}
-            }
-        }
         if progress {
-            Poll::Ready(Ok(still_open))
+            Poll::Ready(Ok(()))
         } else {
             Poll::Pending
         }
@@ -324,195 +706,9 @@ impl Driver {
 
     /// The connection is over: marks it dead and fails every request
     /// written or queued with `error`.
-    fn shut(
-        &mut self,
-        error: Option<ConnError>,
-        queue: &mut mpsc::Receiver<Request>,
-        alive: &Health,
-        addr: &str,
-    ) {
+    fn shut(&mut self, shared: &Shared, error: Option<ConnError>, addr: &str) {
         let error = error.unwrap_or_else(|| ConnError::Reset("connection closed".into()));
-        let _ = alive.ended.set(error.clone());
-        alive.alive.store(false, Ordering::Release);
         tracing::debug!(addr, %error, "connection closed");
-        queue.close();
-        while let Ok(request) = queue.try_recv() {
-            self.push(request);
-        }
-        for slot in self.pending.drain(..) {
-            let _ = slot.done.send(Err(error.clone()));
-        }
-    }
-}
-
-/// The state of one connection's task.
-struct Driver {
-    /// Reply slots of the requests written (or about to be), in order.
-    pending: VecDeque<Pending>,
-    /// Replies collected so far for `pending.front()`.
-    frames: Vec<Frame>,
-    out: BytesMut,
-    input: BytesMut,
-    limits: Limits,
-    /// Whether the node ever answered: a connection closed before any
-    /// reply is most often plain text sent to a TLS port.
-    answered: bool,
-    /// Bytes handed to a TLS stream that it may still hold.
-    unflushed: bool,
-}
-
-impl Driver {
-    fn new(limits: Limits) -> Self {
-        Self {
-            pending: VecDeque::new(),
-            frames: Vec::new(),
-            out: BytesMut::with_capacity(16 * 1024),
-            input: BytesMut::with_capacity(READ_CHUNK),
-            limits,
-            answered: false,
-            unflushed: false,
-        }
-    }
-
-    /// The error for a connection the node closed.
-    fn closed(&self, addr: &str) -> ConnError {
-        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
-    }
-
-    /// The error for a connection that broke (`e`): a TLS alert stays a
-    /// TLS failure (TLS 1.3 reports a refused client certificate on the
-    /// first read, after the handshake).
-    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
-        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            Some(tls) => ConnError::Tls(tls.to_string()),
-            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
-        }
-    }
-
-    /// A connection that ends before any reply most often sent plain text
-    /// to a TLS port.
-    fn hint(&self) -> &'static str {
-        if self.answered {
-            ""
-        } else {
-            " before answering (a TLS port? use rediss://)"
-        }
-    }
-
-    /// Completes every whole reply in the input, in order.
-    fn deliver(&mut self, addr: &str) -> Result<(), ConnError> {
-        self.answered |= !self.input.is_empty();
-        let (pending, frames) = (&mut self.pending, &mut self.frames);
-        take_frames(&mut self.input, self.limits, |frame| {
-            if let Frame::Push(items) = &frame {
-                // RESP3 out of band (an invalidation, a server's notice): not
-                // the reply of any request.
-                tracing::debug!(
-                    addr,
-                    items = items.len(),
-                    "a push frame, not a reply: dropped"
-                );
-                return Ok(());
-            }
-            let Some(slot) = pending.front() else {
-                return Err(ConnError::Protocol(format!(
-                    "{addr} sent a reply nobody asked for: {frame:?}"
-                )));
-            };
-            if frames.is_empty() {
-                frames.reserve_exact(slot.replies);
-            }
-            frames.push(frame);
-            if frames.len() >= slot.replies {
-                let slot = pending.pop_front().expect("a front slot");
-                if slot.done.send(Ok(std::mem::take(frames))).is_err() {
-                    // Its caller gave up (a time-out, a dropped future):
-                    // whatever the reply carried goes to no one, so say so.
-                    tracing::warn!(
-                        addr,
-                        "a reply came for a request whose caller gave up; dropped"
-                    );
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// With every handle to the connection dropped (so no caller can be
-    /// waiting on it): whether to close now. It is, even with replies
-    /// still owed: no one can receive them, and a server holding a blocked
-    /// command for this connection (`BLPOP`) would hand its next item to
-    /// no one. Closing makes the server unblock it instead. A reply still
-    /// wanted (never, once every handle is gone) keeps it open.
-    fn nobody_waits(&self, addr: &str) -> bool {
-        if self.pending.iter().any(|slot| !slot.done.is_closed()) {
-            return false;
-        }
-        if !self.pending.is_empty() {
-            tracing::warn!(
-                addr,
-                abandoned = self.pending.len(),
-                "closing a connection whose callers gave up before their replies: \
-                 the server drops what it held for it (a blocked command is unblocked, not served)"
-            );
-        }
-        true
-    }
-
-    fn push(&mut self, request: Request) {
-        self.pending.push_back(Pending {
-            replies: request.replies,
-            done: request.done,
-            _room: request.room,
-        });
-        self.out.extend_from_slice(&request.bytes);
-    }
-
-    /// Writes what the socket takes now.
-    fn write_some(&mut self, stream: &TcpStream) -> Result<(), ConnError> {
-        while !self.out.is_empty() {
-            match stream.try_write(&self.out) {
-                Ok(n) => self.out.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(ConnError::Reset(e.to_string())),
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads what the socket has now and completes every whole reply.
-    fn read_some(&mut self, stream: &TcpStream, addr: &str) -> Result<(), ConnError> {
-        loop {
-            // Read in large chunks: a full buffer would otherwise grow by 64
-            // bytes per read, one system call each.
-            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
-                self.input.reserve(READ_CHUNK);
-            }
-            // A read shorter than the room offered drained the socket: say
-            // so (a would-block from the closure clears the readiness; an
-            // edge that came meanwhile is kept), and skip the read that
-            // would only answer EAGAIN. One system call in three saved.
-            let room = self.input.capacity() - self.input.len();
-            let mut got = 0;
-            let read = stream.try_io(Interest::READABLE, || {
-                got = stream.try_read_buf(&mut self.input)?;
-                if got > 0 && got < room {
-                    Err(io::ErrorKind::WouldBlock.into())
-                } else {
-                    Ok(got)
-                }
-            });
-            let drained = match read {
-                Ok(0) => return Err(self.closed(addr)),
-                Ok(_) => false,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(self.broken(addr, &e)),
-            };
-            self.deliver(addr)?;
-            if drained {
-                return Ok(());
-            }
-        }
+        shared.end(error);
     }
 }
