@@ -714,7 +714,7 @@ impl Inner {
             // Connecting may not take the whole wait.
             let connect = timeout.min(self.config.attempt_timeout);
             let conn = batch.node.dedicated(connect, &self.config.conn).await?;
-            let frames = conn.request(bytes, replies, timeout).await?;
+            let frames = conn.request_in(bytes, replies, until, None).await?;
             batch.node.give_back(conn);
             Ok(frames)
         } else {

@@ -274,13 +274,6 @@ impl Connection {
 /// A socket to a node: plain TCP, or TLS over it.
 pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
-/// What woke the task.
-enum Woken {
-    Io,
-    Called,
-    Timer,
-}
-
 /// The connection's one task over plain TCP: writes what callers queued
 /// in one go, reads replies and hands them out in order, keeps the
 /// deadlines. One task, not a reader and a writer, so a reply costs no
@@ -291,7 +284,8 @@ async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
     let mut conn = Driver::new(limits);
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
-    let mut woken = Woken::Called;
+    // Whether the last wait ended on the deadline timer.
+    let mut timer_fired = false;
     let error = loop {
         match conn.read_some(tcp, &shared, &addr) {
             // Under concurrency, the callers these replies woke get a turn
@@ -309,26 +303,26 @@ async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
         if let Err(e) = conn.write_some(tcp) {
             break Some(e);
         }
-        conn.keep_time(&shared, timer.as_mut(), matches!(woken, Woken::Timer));
+        conn.keep_time(&shared, timer.as_mut(), timer_fired);
         if conn.nobody_waits(&shared, &addr) {
             break None; // every handle dropped: no reply can reach anyone
         }
         let writing = !conn.out.is_empty();
-        woken = tokio::select! {
+        timer_fired = tokio::select! {
             // In order, not at random: each turn serves every source anyway.
             biased;
             // The task alone waits on the socket: the poll forms keep one
             // waker each, where `readable()` enlists a waiter per turn.
             ready = std::future::poll_fn(|cx| tcp.poll_read_ready(cx)) => match ready {
-                Ok(()) => Woken::Io,
+                Ok(()) => false,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
             ready = std::future::poll_fn(|cx| tcp.poll_write_ready(cx)), if writing => match ready {
-                Ok(()) => Woken::Io,
+                Ok(()) => false,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
-            () = shared.woken() => Woken::Called,
-            () = &mut timer, if conn.timed => Woken::Timer,
+            () = shared.woken() => false,
+            () = &mut timer, if conn.timed => true,
         };
     };
     conn.shut(&shared, error, &addr);
@@ -346,23 +340,24 @@ where
     let mut conn = Driver::new(limits);
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
-    let mut woken = Woken::Called;
+    // Whether the last wait ended on the deadline timer.
+    let mut timer_fired = false;
     let error = loop {
         conn.gather(&shared);
-        conn.keep_time(&shared, timer.as_mut(), matches!(woken, Woken::Timer));
+        conn.keep_time(&shared, timer.as_mut(), timer_fired);
         if conn.nobody_waits(&shared, &addr) {
             break None;
         }
         let timed = conn.timed;
         let io = std::future::poll_fn(|cx| conn.poll_io(&mut stream, &shared, cx, &addr));
-        woken = tokio::select! {
+        timer_fired = tokio::select! {
             biased;
             step = io => match step {
-                Ok(()) => Woken::Io,
+                Ok(()) => false,
                 Err(e) => break Some(e),
             },
-            () = shared.woken() => Woken::Called,
-            () = &mut timer, if timed => Woken::Timer,
+            () = shared.woken() => false,
+            () = &mut timer, if timed => true,
         };
     };
     let _ = stream.shutdown().await;
