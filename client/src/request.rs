@@ -214,12 +214,21 @@ impl Inner {
             // Requests not sent: their slot has no owner that can answer.
             let mut unroutable: Vec<(usize, u16)> = Vec::new();
             let batches = self.batches(requests, &mut round, &mut failed, &mut unroutable);
-            let sent = join_all(
-                batches
-                    .iter()
-                    .map(|batch| self.send_batch(batch, requests, &round, started)),
-            )
-            .await;
+            // One batch (a single command, a pipeline to one node) is
+            // awaited as it is: `join_all` would put it in a vector on the
+            // heap, and move it there, for nothing to join.
+            let sent: SmallVec<[_; 1]> = match &batches[..] {
+                [batch] => {
+                    smallvec::smallvec![self.send_batch(batch, requests, &round, started).await]
+                }
+                _ => join_all(
+                    batches
+                        .iter()
+                        .map(|batch| self.send_batch(batch, requests, &round, started)),
+                )
+                .await
+                .into(),
+            };
             for (batch, replies) in batches.iter().zip(sent) {
                 match replies {
                     Ok(mut frames) => {
@@ -546,38 +555,52 @@ impl Inner {
         started: Instant,
     ) -> Result<Vec<Frame>, ConnError> {
         let until = Instant::now() + self.attempt_time(batch, round, started);
-        let slots: SmallVec<[u16; 1]> = batch
-            .members
-            .iter()
-            .filter(|&&(_, asking)| !asking)
-            .filter_map(|&(at, _)| requests.route(round[at].index).slot())
-            .collect();
-        // Blocking commands, on connections of their own, take no room.
-        let room = if batch.dedicated {
-            None
-        } else {
-            Some(self.room_on(batch, &slots, until).await?)
+        // The slots the map may move, for the slow paths below.
+        let slots = || -> SmallVec<[u16; 1]> {
+            batch
+                .members
+                .iter()
+                .filter(|&&(_, asking)| !asking)
+                .filter_map(|&(at, _)| requests.route(round[at].index).slot())
+                .collect()
         };
-        let send = self.write_batch(batch, requests, round, until, room);
-        if batch.dedicated || !batch.node.unanswered() || slots.is_empty() {
-            return send.await;
+        // Blocking commands, on connections of their own, take no room.
+        // The waits for room and the race against the map are rare, and
+        // boxed: the common path's future stays small (it is moved into
+        // every future that awaits it).
+        let room = match batch.dedicated {
+            true => None,
+            false => match batch.node.try_admit(batch.members.len()) {
+                Some(room) => Some(room),
+                None => Some(Box::pin(self.room_on(batch, &slots(), until)).await?),
+            },
+        };
+        if batch.dedicated || !batch.node.unanswered() {
+            return self.write_batch(batch, requests, round, until, room).await;
         }
-        tokio::select! {
-            sent = send => sent,
-            to = self.owner_moves(&batch.node, &slots) => {
-                Counters::bump(&self.counters.attempts_abandoned);
-                tracing::info!(from = %batch.node.addr, %to, "stopped waiting on a silent node");
-                Err(ConnError::Superseded(to))
+        let slots = slots();
+        if slots.is_empty() {
+            return self.write_batch(batch, requests, round, until, room).await;
+        }
+        Box::pin(async {
+            tokio::select! {
+                sent = self.write_batch(batch, requests, round, until, room) => sent,
+                to = self.owner_moves(&batch.node, &slots) => {
+                    Counters::bump(&self.counters.attempts_abandoned);
+                    tracing::info!(from = %batch.node.addr, %to, "stopped waiting on a silent node");
+                    Err(ConnError::Superseded(to))
+                }
             }
-        }
+        })
+        .await
     }
 
     /// Room for the batch among its node's requests in flight
-    /// (`max_in_flight_per_node`). At the limit, the batch waits, unsent,
-    /// for room, until `until`, and (on a node that has stopped answering:
-    /// frozen, black-holed) for the map to move one of its `slots`; in the
-    /// last two cases it is not sent ([`ConnError::Saturated`]) and retries
-    /// elsewhere.
+    /// (`max_in_flight_per_node`), once [`Node::try_admit`] found none: the
+    /// batch waits, unsent, for room, until `until`, and (on a node that
+    /// has stopped answering: frozen, black-holed) for the map to move one
+    /// of its `slots`; in the last two cases it is not sent
+    /// ([`ConnError::Saturated`]) and retries elsewhere.
     async fn room_on(
         self: &Arc<Self>,
         batch: &Batch,
@@ -585,9 +608,6 @@ impl Inner {
         until: Instant,
     ) -> Result<OwnedSemaphorePermit, ConnError> {
         let requests = batch.members.len();
-        if let Some(room) = batch.node.try_admit(requests) {
-            return Ok(room);
-        }
         Counters::bump(&self.counters.node_full_waits);
         let full = || {
             format!(
@@ -709,14 +729,19 @@ impl Inner {
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<Frame>, ConnError> {
+        // Dedicated connections and connecting are rare, and boxed, as in
+        // `send_batch`.
         if batch.dedicated {
-            let timeout = until.saturating_duration_since(Instant::now());
-            // Connecting may not take the whole wait.
-            let connect = timeout.min(self.config.attempt_timeout);
-            let conn = batch.node.dedicated(connect, &self.config.conn).await?;
-            let frames = conn.request_in(bytes, replies, until, None).await?;
-            batch.node.give_back(conn);
-            Ok(frames)
+            Box::pin(async {
+                let timeout = until.saturating_duration_since(Instant::now());
+                // Connecting may not take the whole wait.
+                let connect = timeout.min(self.config.attempt_timeout);
+                let conn = batch.node.dedicated(connect, &self.config.conn).await?;
+                let frames = conn.request_in(bytes, replies, until, None).await?;
+                batch.node.give_back(conn);
+                Ok(frames)
+            })
+            .await
         } else {
             let began = metrics::started();
             let sent = async {
@@ -724,7 +749,7 @@ impl Inner {
                     Some(conn) => conn,
                     None => {
                         let timeout = until.saturating_duration_since(Instant::now());
-                        batch.node.connection(timeout, &self.config.conn).await?
+                        Box::pin(batch.node.connection(timeout, &self.config.conn)).await?
                     }
                 };
                 conn.request_in(bytes, replies, until, room).await

@@ -324,6 +324,10 @@ async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
             () = shared.woken() => false,
             () = &mut timer, if conn.timed => true,
         };
+        // Running now, the task reads `woken` on its next wait: a caller's
+        // wake meanwhile need not schedule it again (from another worker,
+        // a system call to unpark this one).
+        shared.task.take();
     };
     conn.shut(&shared, error, &addr);
 }
