@@ -115,6 +115,14 @@ struct InFlight {
     probing: bool,
 }
 
+impl InFlight {
+    /// Its deadline: its retry state's, or, before it has failed (no
+    /// state yet), `fresh`, every request's from the start.
+    fn deadline(&self, fresh: Option<Instant>) -> Option<Instant> {
+        self.state.as_ref().map_or(fresh, |state| state.deadline)
+    }
+}
+
 /// The requests of one round that go to one node in one write (or, for a
 /// blocking command, alone on a connection of its own).
 struct Batch {
@@ -437,10 +445,7 @@ impl Inner {
     /// (no state yet), the policy's counted from `started`, as every
     /// request's.
     fn deadline_of(&self, in_flight: &InFlight, started: Instant) -> Option<Instant> {
-        match &in_flight.state {
-            Some(state) => state.deadline,
-            None => self.config.policy.deadline.map(|d| started + d),
-        }
+        in_flight.deadline(self.config.policy.deadline.map(|d| started + d))
     }
 
     /// A request's retry state, made on its first failure (its deadline
@@ -637,10 +642,13 @@ impl Inner {
     /// time-out (a blocking command's own bound instead), never past the
     /// tightest of its members' deadlines.
     fn attempt_time(&self, batch: &Batch, round: &[InFlight], started: Instant) -> Duration {
+        // Reckoned once for the batch, not per member (a pipeline's
+        // hundreds).
+        let fresh = self.config.policy.deadline.map(|d| started + d);
         let deadline = batch
             .members
             .iter()
-            .map(|&(at, _)| self.deadline_of(&round[at], started))
+            .map(|&(at, _)| round[at].deadline(fresh))
             .min()
             .flatten();
         // A blocking command, alone in its batch, may wait its whole deadline.
