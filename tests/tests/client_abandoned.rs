@@ -139,3 +139,81 @@ fn a_blocking_command_given_up_on_is_unblocked_not_served() {
         );
     }
 }
+
+/// A script that keeps its node busy for 300 ms, then answers "slow".
+const SLOW: &str = "local t = redis.call('TIME') \
+    local start = t[1] * 1000000 + t[2] \
+    repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - start > 300000 \
+    return 'slow'";
+
+/// A caller that gives up on a plain (not blocking) command leaves its
+/// reply owed on the shared connection: it must be read and dropped, never
+/// handed to the caller after it. A lone caller reads its own reply, so
+/// this is checked for the three ways that reading can end: the caller
+/// gives up and the reply comes to no one, another request goes out while
+/// it is still owed, and another caller is already waiting behind it.
+#[test]
+fn replies_given_up_on_are_dropped_never_handed_to_the_next_caller() {
+    for server in servers_under_test() {
+        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+        let rt = runtime();
+        let client = rt
+            .block_on(Client::builder().env(no_env).connect(&cluster.addrs()))
+            .expect("connect");
+        // One slot: one node, one shared connection.
+        let (slow, other) = ("{g}:slow", "{g}:other");
+        rt.block_on(client.cmd(&["SET", other, "mine"]))
+            .expect("SET");
+        let mine = |what: &str| {
+            let got = rt.block_on(client.cmd(&["GET", other]));
+            assert_eq!(
+                got.as_ref().ok(),
+                Some(&Value::Data("mine".into())),
+                "{server}: {what}: {got:?}"
+            );
+        };
+        let give_up = || {
+            let gave_up = rt.block_on(async {
+                tokio::time::timeout(
+                    Duration::from_millis(50),
+                    client.cmd(&["EVAL", SLOW, "1", slow]),
+                )
+                .await
+            });
+            assert!(
+                gave_up.is_err(),
+                "{server}: the script answered {gave_up:?}"
+            );
+        };
+
+        // Given up, and its reply comes to no one.
+        give_up();
+        std::thread::sleep(Duration::from_millis(500));
+        mine("after a reply that came to no one");
+
+        // Given up, and the next request goes out while it is still owed.
+        give_up();
+        mine("sent while a given-up reply was owed");
+
+        // Given up while another caller waits behind it.
+        let behind = rt.spawn({
+            let client = client.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                client.cmd(&["GET", other]).await
+            }
+        });
+        give_up();
+        let got = rt.block_on(behind).expect("the task");
+        assert_eq!(
+            got.as_ref().ok(),
+            Some(&Value::Data("mine".into())),
+            "{server}: a caller behind one that gave up: {got:?}"
+        );
+
+        // And the connection goes on in order.
+        for _ in 0..100 {
+            mine("afterwards");
+        }
+    }
+}

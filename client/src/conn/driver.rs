@@ -2,21 +2,24 @@
 //!
 //! Callers and the connection's task share one state under a lock: the
 //! reply slots in send order and the bytes not yet written. A caller alone
-//! on an idle connection writes its request to the socket itself: one
-//! system call, and no wake-up of the task to hand it over. Otherwise it
+//! on an idle connection writes its request to the socket itself and reads
+//! its reply itself, on its own poll: one system call each way, and no
+//! wake-up of the task, or hand-off to it, in between. Otherwise a caller
 //! appends to what the task writes next, and under concurrency the task
-//! gathers everything queued into one write. The task reads replies,
-//! parses them (`codec`), completes the slots first-in first-out, and keeps
-//! their deadlines with one timer per connection, not one per request.
-//! A caller that stops waiting (deadline, dropped future) leaves its slot
-//! behind, and its reply is read and dropped, so the order never slips.
+//! gathers everything queued into one write. Whoever reads (the task, or
+//! that lone caller) parses the replies (`codec`) and completes the slots
+//! first-in first-out; the task keeps their deadlines with one timer per
+//! connection, not one per request. A caller that stops waiting (deadline,
+//! dropped future) leaves its slot behind, and its reply is read and
+//! dropped, so the order never slips.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -43,6 +46,9 @@ type Reply = Result<Vec<Frame>, ConnError>;
 
 /// A reply slot, in send order.
 struct Slot {
+    /// Its number on the connection: a caller reading for itself knows
+    /// its own reply by it.
+    id: u64,
     replies: usize,
     /// Where the replies go; `None` once the caller was told it timed out.
     done: Option<oneshot::Sender<Reply>>,
@@ -75,29 +81,49 @@ struct State {
     ended: Option<ConnError>,
     /// Every handle is gone.
     released: bool,
+    /// The next slot's number.
+    next_id: u64,
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// The input and what is parsed of it, held by whoever reads.
+    reader: Mutex<Reader>,
     /// Wakes the task ([`Shared::wake`]): bytes to write, an earlier
     /// deadline, the last handle gone.
     task: AtomicWaker,
     woken: AtomicBool,
     alive: AtomicBool,
-    /// The socket, for a lone caller's own write (plain TCP; over TLS
-    /// every write goes through the task and rustls).
+    /// A lone caller reads its own reply: the socket's read readiness
+    /// wakes it, not the task, until it hands it back
+    /// ([`Shared::stop_reading`]).
+    caller_reads: AtomicBool,
+    /// The task's waker, set on its first turn: the readiness a reading
+    /// caller hands back goes to it.
+    task_waker: OnceLock<Waker>,
+    /// The socket, for a lone caller's own write and read (plain TCP;
+    /// over TLS all I/O goes through the task and rustls).
     tcp: Option<TcpStream>,
+    addr: String,
 }
 
 impl Shared {
-    fn new(tcp: Option<TcpStream>) -> Arc<Self> {
+    fn new(tcp: Option<TcpStream>, limits: Limits, addr: &str) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State::default()),
+            reader: Mutex::new(Reader::new(limits)),
             task: AtomicWaker::new(),
             woken: AtomicBool::new(false),
             alive: AtomicBool::new(true),
+            caller_reads: AtomicBool::new(false),
+            task_waker: OnceLock::new(),
             tcp,
+            addr: addr.to_owned(),
         })
+    }
+
+    fn reader(&self) -> MutexGuard<'_, Reader> {
+        self.reader.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Wakes the task (or, if it is running, makes its next wait end at
@@ -154,19 +180,30 @@ impl Shared {
                 let _ = done.send(Err(error.clone()));
             }
         }
+        // Ended by a reading caller: the task stops on its next turn.
+        self.wake();
     }
 
     /// Queues `bytes` with its reply slot: written at once when the
     /// connection is idle (nothing owed, nothing queued), else by the task.
-    fn submit(&self, bytes: &[u8], slot: Slot) -> Result<(), ConnError> {
+    /// `Some(id)`: the caller was alone, and reads its own reply (slot
+    /// `id`) on its own poll ([`Self::poll_own_reply`]) until it hands the
+    /// reading back ([`Self::stop_reading`]).
+    fn submit(&self, bytes: &[u8], mut slot: Slot) -> Result<Option<u64>, ConnError> {
         let deadline = slot.deadline;
         let mut state = self.lock();
         if let Some(why) = &state.ended {
             return Err(why.clone());
         }
+        slot.id = state.next_id;
+        state.next_id += 1;
         let mut rest = bytes;
+        let mut reads = None;
         if let (Some(tcp), true) = (&self.tcp, state.slots.is_empty() && state.out.is_empty()) {
             rest = write_now(tcp, rest);
+            if rest.is_empty() && !self.caller_reads.swap(true, Ordering::AcqRel) {
+                reads = Some(slot.id);
+            }
         }
         state.slots.push_back(slot);
         let mut wake = false;
@@ -184,7 +221,72 @@ impl Shared {
         if wake {
             self.wake();
         }
-        Ok(())
+        Ok(reads)
+    }
+
+    /// A reading caller's wait for its reply (slot `me`): told by the
+    /// task (a deadline passed, the task read it first) or by the end,
+    /// or read off the socket here, with any replies before it, which go
+    /// to their callers.
+    fn poll_own_reply(
+        &self,
+        told: &mut oneshot::Receiver<Reply>,
+        me: u64,
+        cx: &mut Context<'_>,
+    ) -> Poll<Reply> {
+        let tcp = self.tcp.as_ref().expect("a caller reads only plain TCP");
+        loop {
+            if let Poll::Ready(told) = Pin::new(&mut *told).poll(cx) {
+                return Poll::Ready(told.unwrap_or_else(|_| Err(self.ended())));
+            }
+            if let Err(e) = std::task::ready!(tcp.poll_read_ready(cx)) {
+                self.end(ConnError::Reset(format!("{}: {e}", self.addr)));
+                continue;
+            }
+            let read = self.reader().read_some(tcp, self, Some(me));
+            match read {
+                Ok((_, Some((slot, mine)))) => {
+                    // Closed first, its sender then drops without waking
+                    // this (running) task: from the runtime's view a task
+                    // that woke itself, rescheduled, and other workers
+                    // unparked to take it.
+                    told.close();
+                    drop(slot);
+                    return Poll::Ready(mine);
+                }
+                // The socket is drained: wait for its readiness again.
+                Ok((_, None)) => {}
+                // Every slot is failed, this one too: told above.
+                Err(e) => self.end(e),
+            }
+        }
+    }
+
+    /// A reading caller is done (answered, or it gave up): the socket's
+    /// read readiness goes back to the task, without waking it unless
+    /// bytes are already there.
+    fn stop_reading(&self) {
+        self.caller_reads.store(false, Ordering::Release);
+        let (Some(tcp), Some(waker)) = (&self.tcp, self.task_waker.get()) else {
+            // The task has not run yet: its first turn reads.
+            return self.wake();
+        };
+        if tcp
+            .poll_read_ready(&mut Context::from_waker(waker))
+            .is_ready()
+        {
+            self.wake();
+        }
+    }
+}
+
+/// A caller's hold on reading its own reply, handed back however its
+/// wait ends (a reply, an error, a dropped future).
+struct Reading<'a>(&'a Shared);
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.0.stop_reading();
     }
 }
 
@@ -216,16 +318,15 @@ impl Drop for Connection {
 impl Connection {
     /// Starts the driver task on an open socket to `addr`.
     pub(crate) fn start(stream: Stream, limits: Limits, addr: &str) -> Self {
-        let name = addr.to_owned();
         let shared = match stream {
             Either::Left(tcp) => {
-                let shared = Shared::new(Some(tcp));
-                tokio::spawn(drive(shared.clone(), limits, name));
+                let shared = Shared::new(Some(tcp), limits, addr);
+                tokio::spawn(drive(shared.clone()));
                 shared
             }
             Either::Right(tls) => {
-                let shared = Shared::new(None);
-                tokio::spawn(drive_stream(tls, shared.clone(), limits, name));
+                let shared = Shared::new(None, limits, addr);
+                tokio::spawn(drive_stream(tls, shared.clone()));
                 shared
             }
         };
@@ -259,15 +360,19 @@ impl Connection {
         until: std::time::Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Vec<Frame>, ConnError> {
-        let (done, reply) = oneshot::channel();
+        let (done, mut reply) = oneshot::channel();
         let slot = Slot {
+            id: 0,
             replies,
             done: Some(done),
             deadline: Instant::from_std(until),
             _room: room,
         };
-        self.shared.submit(&bytes, slot)?;
-        reply.await.unwrap_or_else(|_| Err(self.shared.ended()))
+        let Some(me) = self.shared.submit(&bytes, slot)? else {
+            return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));
+        };
+        let _reading = Reading(&self.shared);
+        std::future::poll_fn(|cx| self.shared.poll_own_reply(&mut reply, me, cx)).await
     }
 }
 
@@ -275,45 +380,59 @@ impl Connection {
 pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
 /// The connection's one task over plain TCP: writes what callers queued
-/// in one go, reads replies and hands them out in order, keeps the
-/// deadlines. One task, not a reader and a writer, so a reply costs no
-/// extra wake-up.
-async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
+/// in one go, reads replies and hands them out in order (unless a lone
+/// caller reads its own), keeps the deadlines. One task, not a reader and
+/// a writer, so a reply costs no extra wake-up.
+async fn drive(shared: Arc<Shared>) {
     let _ending = Ending(shared.clone());
+    let addr = shared.addr.as_str();
     let tcp = shared.tcp.as_ref().expect("a plain TCP connection");
-    let mut conn = Driver::new(limits);
+    let waker = std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
+    let _ = shared.task_waker.set(waker);
+    let mut conn = Driver::new();
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
     // Whether the last wait ended on the deadline timer.
     let mut timer_fired = false;
     let error = loop {
-        match conn.read_some(tcp, &shared, &addr) {
+        let read = shared.reader().read_some(tcp, &shared, None);
+        match read {
             // Under concurrency, the callers these replies woke get a turn
             // to queue their next requests first: one write then carries
             // them all, which costs the node (and us) fewer system calls
             // than one each. A lone caller writes its own, and is not
             // waited for.
-            Ok(Answered { slots, owed }) if slots > 1 || (slots == 1 && owed > 0) => {
+            Ok((Answered { slots, owed }, _)) if slots > 1 || (slots == 1 && owed > 0) => {
                 tokio::task::yield_now().await;
             }
             Ok(_) => {}
             Err(e) => break Some(e),
+        }
+        if !shared.alive.load(Ordering::Acquire) {
+            break None; // a reading caller met the end
         }
         conn.gather(&shared);
         if let Err(e) = conn.write_some(tcp) {
             break Some(e);
         }
         conn.keep_time(&shared, timer.as_mut(), timer_fired);
-        if conn.nobody_waits(&shared, &addr) {
+        if conn.nobody_waits(&shared, addr) {
             break None; // every handle dropped: no reply can reach anyone
         }
         let writing = !conn.out.is_empty();
         timer_fired = tokio::select! {
             // In order, not at random: each turn serves every source anyway.
             biased;
-            // The task alone waits on the socket: the poll forms keep one
-            // waker each, where `readable()` enlists a waiter per turn.
-            ready = std::future::poll_fn(|cx| tcp.poll_read_ready(cx)) => match ready {
+            // One waiter on the socket at a time: the poll forms keep one
+            // waker each (where `readable()` enlists a waiter per turn),
+            // and while a caller reads its own reply that waker is its.
+            ready = std::future::poll_fn(|cx| {
+                if shared.caller_reads.load(Ordering::Acquire) {
+                    Poll::Pending
+                } else {
+                    tcp.poll_read_ready(cx)
+                }
+            }) => match ready {
                 Ok(()) => false,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
@@ -329,19 +448,19 @@ async fn drive(shared: Arc<Shared>, limits: Limits, addr: String) {
         // a system call to unpark this one).
         shared.task.take();
     };
-    conn.shut(&shared, error, &addr);
+    conn.shut(&shared, error);
 }
 
 /// The one task of a connection over any stream (TLS): the same batching,
 /// reply delivery and deadlines as [`drive`], through `AsyncRead` and
 /// `AsyncWrite` (rustls needs its own buffers, so the plain socket's
-/// readiness tricks do not apply).
-async fn drive_stream<S>(mut stream: S, shared: Arc<Shared>, limits: Limits, addr: String)
+/// readiness tricks, and callers reading for themselves, do not apply).
+async fn drive_stream<S>(mut stream: S, shared: Arc<Shared>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let _ending = Ending(shared.clone());
-    let mut conn = Driver::new(limits);
+    let mut conn = Driver::new();
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
     // Whether the last wait ended on the deadline timer.
@@ -349,11 +468,11 @@ where
     let error = loop {
         conn.gather(&shared);
         conn.keep_time(&shared, timer.as_mut(), timer_fired);
-        if conn.nobody_waits(&shared, &addr) {
+        if conn.nobody_waits(&shared, &shared.addr) {
             break None;
         }
         let timed = conn.timed;
-        let io = std::future::poll_fn(|cx| conn.poll_io(&mut stream, &shared, cx, &addr));
+        let io = std::future::poll_fn(|cx| conn.poll_io(&mut stream, &shared, cx));
         timer_fired = tokio::select! {
             biased;
             step = io => match step {
@@ -365,7 +484,7 @@ where
         };
     };
     let _ = stream.shutdown().await;
-    conn.shut(&shared, error, &addr);
+    conn.shut(&shared, error);
 }
 
 /// Ends the connection if its task stops any other way than through
@@ -387,38 +506,200 @@ struct Answered {
     owed: usize,
 }
 
-/// The state of one connection's task.
-struct Driver {
+/// The reading side, shared ([`Shared::reader`]): the task reads, or a
+/// lone caller on its own poll.
+struct Reader {
     /// Replies collected so far for the front slot.
     frames: Vec<Frame>,
     /// Replies parsed from the input, not yet handed to their slots.
     parsed: Vec<Frame>,
     /// Slots answered, handed their replies once the lock is let go.
     answered_slots: Vec<(Slot, Reply)>,
-    /// Bytes taken from the callers' queue, not yet written.
-    out: BytesMut,
     input: BytesMut,
     limits: Limits,
-    /// Whether the timer is armed.
-    timed: bool,
     /// Whether the node ever answered: a connection closed before any
     /// reply is most often plain text sent to a TLS port.
     answered: bool,
-    /// Bytes handed to a TLS stream that it may still hold.
-    unflushed: bool,
 }
 
-impl Driver {
+impl Reader {
     fn new(limits: Limits) -> Self {
         Self {
             frames: Vec::new(),
             parsed: Vec::new(),
             answered_slots: Vec::new(),
-            out: BytesMut::with_capacity(16 * 1024),
             input: BytesMut::with_capacity(READ_CHUNK),
             limits,
-            timed: false,
             answered: false,
+        }
+    }
+
+    /// The error for a connection the node closed.
+    fn closed(&self, addr: &str) -> ConnError {
+        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
+    }
+
+    /// The error for a connection that broke (`e`): a TLS alert stays a
+    /// TLS failure (TLS 1.3 reports a refused client certificate on the
+    /// first read, after the handshake).
+    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
+        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(tls) => ConnError::Tls(tls.to_string()),
+            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
+        }
+    }
+
+    /// A connection that ends before any reply most often sent plain text
+    /// to a TLS port.
+    fn hint(&self) -> &'static str {
+        if self.answered {
+            ""
+        } else {
+            " before answering (a TLS port? use rediss://)"
+        }
+    }
+
+    /// Completes every whole reply in the input, in order: parsed without
+    /// the state's lock, handed to the slots under it, sent after it. The
+    /// reply of slot `me` (a reading caller's own) is returned with its
+    /// slot, not sent.
+    fn deliver(
+        &mut self,
+        shared: &Shared,
+        me: Option<u64>,
+    ) -> Result<(Answered, Option<(Slot, Reply)>), ConnError> {
+        let addr = shared.addr.as_str();
+        self.answered |= !self.input.is_empty();
+        let parsed = &mut self.parsed;
+        take_frames(&mut self.input, self.limits, |frame| {
+            if let Frame::Push(items) = &frame {
+                // RESP3 out of band (an invalidation, a server's notice): not
+                // the reply of any request.
+                tracing::debug!(
+                    addr,
+                    items = items.len(),
+                    "a push frame, not a reply: dropped"
+                );
+            } else {
+                parsed.push(frame);
+            }
+            Ok::<(), ConnError>(())
+        })?;
+        if self.parsed.is_empty() {
+            return Ok((Answered::default(), None));
+        }
+        let mut stray = None;
+        let owed = {
+            let mut state = shared.lock();
+            for frame in self.parsed.drain(..) {
+                let Some(slot) = state.slots.front() else {
+                    stray = Some(frame);
+                    break;
+                };
+                if self.frames.is_empty() {
+                    self.frames.reserve_exact(slot.replies);
+                }
+                self.frames.push(frame);
+                if self.frames.len() >= slot.replies {
+                    let slot = state.slots.pop_front().expect("a front slot");
+                    self.answered_slots
+                        .push((slot, Ok(std::mem::take(&mut self.frames))));
+                }
+            }
+            state.slots.len()
+        };
+        self.parsed.clear();
+        let slots = self.answered_slots.len();
+        let mut mine = None;
+        for (mut slot, reply) in self.answered_slots.drain(..) {
+            if me == Some(slot.id) {
+                mine = Some((slot, reply));
+                continue;
+            }
+            let sent = slot.done.take().map(|done| done.send(reply).is_ok());
+            if sent != Some(true) {
+                // Its caller gave up (a time-out, a dropped future):
+                // whatever the reply carried goes to no one, so say so.
+                tracing::warn!(
+                    addr,
+                    "a reply came for a request whose caller gave up; dropped"
+                );
+            }
+        }
+        match stray {
+            Some(frame) => Err(ConnError::Protocol(format!(
+                "{addr} sent a reply nobody asked for: {frame:?}"
+            ))),
+            None => Ok((Answered { slots, owed }, mine)),
+        }
+    }
+
+    /// Reads what the socket has now and completes every whole reply
+    /// (returning slot `me`'s, as [`Self::deliver`]).
+    fn read_some(
+        &mut self,
+        stream: &TcpStream,
+        shared: &Shared,
+        me: Option<u64>,
+    ) -> Result<(Answered, Option<(Slot, Reply)>), ConnError> {
+        let addr = shared.addr.as_str();
+        let mut answered = Answered::default();
+        let mut mine = None;
+        loop {
+            // Read in large chunks: a full buffer would otherwise grow by 64
+            // bytes per read, one system call each.
+            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
+                self.input.reserve(READ_CHUNK);
+            }
+            // A read shorter than the room offered drained the socket: say
+            // so (a would-block from the closure clears the readiness; an
+            // edge that came meanwhile is kept), and skip the read that
+            // would only answer EAGAIN. One system call in three saved.
+            let room = self.input.capacity() - self.input.len();
+            let mut got = 0;
+            let read = stream.try_io(Interest::READABLE, || {
+                got = stream.try_read_buf(&mut self.input)?;
+                if got > 0 && got < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(got)
+                }
+            });
+            let drained = match read {
+                Ok(0) => return Err(self.closed(addr)),
+                Ok(_) => false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((answered, mine)),
+                Err(e) => return Err(self.broken(addr, &e)),
+            };
+            let (now, own) = self.deliver(shared, me)?;
+            answered = Answered {
+                slots: answered.slots + now.slots,
+                owed: now.owed,
+            };
+            mine = mine.or(own);
+            if drained || mine.is_some() {
+                return Ok((answered, mine));
+            }
+        }
+    }
+}
+
+/// The state of one connection's task.
+struct Driver {
+    /// Bytes taken from the callers' queue, not yet written.
+    out: BytesMut,
+    /// Whether the timer is armed.
+    timed: bool,
+    /// Bytes handed to a TLS stream that it may still hold.
+    unflushed: bool,
+}
+
+impl Driver {
+    fn new() -> Self {
+        Self {
+            out: BytesMut::with_capacity(16 * 1024),
+            timed: false,
             unflushed: false,
         }
     }
@@ -477,94 +758,6 @@ impl Driver {
         }
     }
 
-    /// The error for a connection the node closed.
-    fn closed(&self, addr: &str) -> ConnError {
-        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
-    }
-
-    /// The error for a connection that broke (`e`): a TLS alert stays a
-    /// TLS failure (TLS 1.3 reports a refused client certificate on the
-    /// first read, after the handshake).
-    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
-        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            Some(tls) => ConnError::Tls(tls.to_string()),
-            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
-        }
-    }
-
-    /// A connection that ends before any reply most often sent plain text
-    /// to a TLS port.
-    fn hint(&self) -> &'static str {
-        if self.answered {
-            ""
-        } else {
-            " before answering (a TLS port? use rediss://)"
-        }
-    }
-
-    /// Completes every whole reply in the input, in order: parsed without
-    /// the lock, handed to the slots under it, sent after it.
-    fn deliver(&mut self, shared: &Shared, addr: &str) -> Result<Answered, ConnError> {
-        self.answered |= !self.input.is_empty();
-        let parsed = &mut self.parsed;
-        take_frames(&mut self.input, self.limits, |frame| {
-            if let Frame::Push(items) = &frame {
-                // RESP3 out of band (an invalidation, a server's notice): not
-                // the reply of any request.
-                tracing::debug!(
-                    addr,
-                    items = items.len(),
-                    "a push frame, not a reply: dropped"
-                );
-            } else {
-                parsed.push(frame);
-            }
-            Ok::<(), ConnError>(())
-        })?;
-        if self.parsed.is_empty() {
-            return Ok(Answered::default());
-        }
-        let mut stray = None;
-        let owed = {
-            let mut state = shared.lock();
-            for frame in self.parsed.drain(..) {
-                let Some(slot) = state.slots.front() else {
-                    stray = Some(frame);
-                    break;
-                };
-                if self.frames.is_empty() {
-                    self.frames.reserve_exact(slot.replies);
-                }
-                self.frames.push(frame);
-                if self.frames.len() >= slot.replies {
-                    let slot = state.slots.pop_front().expect("a front slot");
-                    self.answered_slots
-                        .push((slot, Ok(std::mem::take(&mut self.frames))));
-                }
-            }
-            state.slots.len()
-        };
-        self.parsed.clear();
-        let slots = self.answered_slots.len();
-        for (mut slot, reply) in self.answered_slots.drain(..) {
-            let sent = slot.done.take().map(|done| done.send(reply).is_ok());
-            if sent != Some(true) {
-                // Its caller gave up (a time-out, a dropped future):
-                // whatever the reply carried goes to no one, so say so.
-                tracing::warn!(
-                    addr,
-                    "a reply came for a request whose caller gave up; dropped"
-                );
-            }
-        }
-        match stray {
-            Some(frame) => Err(ConnError::Protocol(format!(
-                "{addr} sent a reply nobody asked for: {frame:?}"
-            ))),
-            None => Ok(Answered { slots, owed }),
-        }
-    }
-
     /// With every handle to the connection dropped (so no caller can be
     /// waiting on it): whether to close now. It is, even with replies
     /// still owed: no one can receive them, and a server holding a blocked
@@ -599,52 +792,6 @@ impl Driver {
         Ok(())
     }
 
-    /// Reads what the socket has now and completes every whole reply.
-    fn read_some(
-        &mut self,
-        stream: &TcpStream,
-        shared: &Shared,
-        addr: &str,
-    ) -> Result<Answered, ConnError> {
-        let mut answered = Answered::default();
-        loop {
-            // Read in large chunks: a full buffer would otherwise grow by 64
-            // bytes per read, one system call each.
-            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
-                self.input.reserve(READ_CHUNK);
-            }
-            // A read shorter than the room offered drained the socket: say
-            // so (a would-block from the closure clears the readiness; an
-            // edge that came meanwhile is kept), and skip the read that
-            // would only answer EAGAIN. One system call in three saved.
-            let room = self.input.capacity() - self.input.len();
-            let mut got = 0;
-            let read = stream.try_io(Interest::READABLE, || {
-                got = stream.try_read_buf(&mut self.input)?;
-                if got > 0 && got < room {
-                    Err(io::ErrorKind::WouldBlock.into())
-                } else {
-                    Ok(got)
-                }
-            });
-            let drained = match read {
-                Ok(0) => return Err(self.closed(addr)),
-                Ok(_) => false,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(answered),
-                Err(e) => return Err(self.broken(addr, &e)),
-            };
-            let now = self.deliver(shared, addr)?;
-            answered = Answered {
-                slots: answered.slots + now.slots,
-                owed: now.owed,
-            };
-            if drained {
-                return Ok(answered);
-            }
-        }
-    }
-
     /// One turn of [`drive_stream`]'s I/O: writes, flushes and reads as
     /// far as each can go without waiting; ready once any made progress.
     fn poll_io<S>(
@@ -652,21 +799,22 @@ impl Driver {
         stream: &mut S,
         shared: &Shared,
         cx: &mut Context<'_>,
-        addr: &str,
     ) -> Poll<Result<(), ConnError>>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
+        let addr = shared.addr.as_str();
+        let mut reader = shared.reader();
         let mut progress = false;
         while !self.out.is_empty() {
             match Pin::new(&mut *stream).poll_write(cx, &self.out) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(addr))),
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(reader.closed(addr))),
                 Poll::Ready(Ok(n)) => {
                     self.out.advance(n);
                     self.unflushed = true;
                     progress = true;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(reader.broken(addr, &e))),
                 Poll::Pending => break,
             }
         }
@@ -676,23 +824,23 @@ impl Driver {
                     self.unflushed = false;
                     progress = true;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(reader.broken(addr, &e))),
                 Poll::Pending => {}
             }
         }
         loop {
-            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
-                self.input.reserve(READ_CHUNK);
+            if reader.input.capacity() - reader.input.len() < READ_CHUNK / 4 {
+                reader.input.reserve(READ_CHUNK);
             }
-            match tokio_util::io::poll_read_buf(Pin::new(&mut *stream), cx, &mut self.input) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(addr))),
+            match tokio_util::io::poll_read_buf(Pin::new(&mut *stream), cx, &mut reader.input) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(reader.closed(addr))),
                 Poll::Ready(Ok(_)) => {
-                    if let Err(e) = self.deliver(shared, addr) {
+                    if let Err(e) = reader.deliver(shared, None) {
                         return Poll::Ready(Err(e));
                     }
                     progress = true;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.broken(addr, &e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(reader.broken(addr, &e))),
                 Poll::Pending => break,
             }
         }
@@ -705,9 +853,9 @@ impl Driver {
 
     /// The connection is over: marks it dead and fails every request
     /// written or queued with `error`.
-    fn shut(&mut self, shared: &Shared, error: Option<ConnError>, addr: &str) {
+    fn shut(&mut self, shared: &Shared, error: Option<ConnError>) {
         let error = error.unwrap_or_else(|| ConnError::Reset("connection closed".into()));
-        tracing::debug!(addr, %error, "connection closed");
+        tracing::debug!(addr = shared.addr, %error, "connection closed");
         shared.end(error);
     }
 }
