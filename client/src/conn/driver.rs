@@ -83,6 +83,9 @@ struct State {
     released: bool,
     /// The next slot's number.
     next_id: u64,
+    /// The task answered several callers and yields before it writes
+    /// again: their next requests wait for that write, not go alone.
+    gathering: bool,
 }
 
 struct Shared {
@@ -199,7 +202,8 @@ impl Shared {
         state.next_id += 1;
         let mut rest = bytes;
         let mut reads = None;
-        if let (Some(tcp), true) = (&self.tcp, state.slots.is_empty() && state.out.is_empty()) {
+        let idle = state.slots.is_empty() && state.out.is_empty() && !state.gathering;
+        if let (Some(tcp), true) = (&self.tcp, idle) {
             rest = write_now(tcp, rest);
             if rest.is_empty() && !self.caller_reads.swap(true, Ordering::AcqRel) {
                 reads = Some(slot.id);
@@ -394,17 +398,15 @@ async fn drive(shared: Arc<Shared>) {
     tokio::pin!(timer);
     // Whether the last wait ended on the deadline timer.
     let mut timer_fired = false;
+    // Whether the last wait ended on a caller's wake (bytes queued).
+    let mut woken = false;
     let error = loop {
         let read = shared.reader().read_some(tcp, &shared, None);
         match read {
-            // Under concurrency, the callers these replies woke get a turn
-            // to queue their next requests first: one write then carries
-            // them all, which costs the node (and us) fewer system calls
-            // than one each. A lone caller writes its own, and is not
-            // waited for.
-            Ok((Answered { slots, owed }, _)) if slots > 1 || (slots == 1 && owed > 0) => {
-                tokio::task::yield_now().await;
-            }
+            // The callers these replies woke get a turn to queue their
+            // next requests, gathered into one write below; so do the
+            // others that the first to queue bytes ran ahead of.
+            Ok((answered, _)) if answered.gathers() || woken => tokio::task::yield_now().await,
             Ok(_) => {}
             Err(e) => break Some(e),
         }
@@ -420,6 +422,7 @@ async fn drive(shared: Arc<Shared>) {
             break None; // every handle dropped: no reply can reach anyone
         }
         let writing = !conn.out.is_empty();
+        woken = false;
         timer_fired = tokio::select! {
             // In order, not at random: each turn serves every source anyway.
             biased;
@@ -440,7 +443,10 @@ async fn drive(shared: Arc<Shared>) {
                 Ok(()) => false,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
-            () = shared.woken() => false,
+            () = shared.woken() => {
+                woken = true;
+                false
+            }
             () = &mut timer, if conn.timed => true,
         };
         // Running now, the task reads `woken` on its next wait: a caller's
@@ -504,6 +510,17 @@ impl Drop for Ending {
 struct Answered {
     slots: usize,
     owed: usize,
+}
+
+impl Answered {
+    /// Whether the task gathers the next requests of the callers these
+    /// replies woke into one write (it yields, so that they queue them
+    /// first): under concurrency, one write for all costs the node and
+    /// us fewer system calls than one each. A lone caller writes its own,
+    /// and is not waited for.
+    fn gathers(&self) -> bool {
+        self.slots > 1 || (self.slots == 1 && self.owed > 0)
+    }
 }
 
 /// The reading side, shared ([`Shared::reader`]): the task reads, or a
@@ -606,6 +623,13 @@ impl Reader {
                         .push((slot, Ok(std::mem::take(&mut self.frames))));
                 }
             }
+            let now = Answered {
+                slots: self.answered_slots.len(),
+                owed: state.slots.len(),
+            };
+            // Set before the callers hear, so that their next requests
+            // find it.
+            state.gathering |= me.is_none() && now.gathers();
             state.slots.len()
         };
         self.parsed.clear();
@@ -711,6 +735,7 @@ impl Driver {
             return;
         }
         let mut state = shared.lock();
+        state.gathering = false;
         if state.out.is_empty() {
             return;
         }
