@@ -63,6 +63,24 @@ pub fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// A client on `cluster` with the default settings and no environment
+/// (docs/behaviour.md §3), connected on `rt`.
+///
+/// # Panics
+/// It cannot connect.
+#[must_use]
+pub fn default_client(
+    rt: &tokio::runtime::Runtime,
+    cluster: &cluster::Cluster,
+) -> zaris_client::Client {
+    rt.block_on(
+        zaris_client::Client::builder()
+            .env(no_env)
+            .connect(&cluster.addrs()),
+    )
+    .expect("the client connects")
+}
+
 /// A client's settings that ride out churn in these tests: no
 /// environment, 500 ms attempts, 50 ms between them, 50 of them, a 20 s
 /// deadline. Tests add what they measure.

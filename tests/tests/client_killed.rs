@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::{default_client, runtime, servers_under_test};
 
 const WRITERS: usize = 8;
 
@@ -32,9 +31,7 @@ fn a_killed_master_costs_latency_not_errors() {
     for server in servers_under_test() {
         let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
-        let client = rt
-            .block_on(Client::builder().env(no_env).connect(&cluster.addrs()))
-            .expect("connect");
+        let client = default_client(&rt, &cluster);
         let victim_key = "killed:{victim}";
         let victim = cluster
             .owner_index(slot_for_key(victim_key.as_bytes()))
