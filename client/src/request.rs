@@ -580,10 +580,9 @@ impl Inner {
                 None => Some(Box::pin(self.room_on(batch, &slots(), until)).await?),
             },
         };
-        if batch.dedicated || !batch.node.unanswered() {
-            return self.write_batch(batch, requests, round, until, room).await;
-        }
-        let slots = slots();
+        // Only a node that has stopped answering is raced against the map.
+        let racing = !batch.dedicated && batch.node.unanswered();
+        let slots = if racing { slots() } else { SmallVec::new() };
         if slots.is_empty() {
             return self.write_batch(batch, requests, round, until, room).await;
         }

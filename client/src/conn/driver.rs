@@ -383,6 +383,17 @@ impl Connection {
 /// A socket to a node: plain TCP, or TLS over it.
 pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
+/// What ended the task's last wait.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    /// The socket (or, on the first turn, nothing yet).
+    Io,
+    /// A caller: bytes queued, an earlier deadline, the last handle gone.
+    Caller,
+    /// The deadline timer.
+    Timer,
+}
+
 /// The connection's one task over plain TCP: writes what callers queued
 /// in one go, reads replies and hands them out in order (unless a lone
 /// caller reads its own), keeps the deadlines. One task, not a reader and
@@ -396,17 +407,16 @@ async fn drive(shared: Arc<Shared>) {
     let mut conn = Driver::new();
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
-    // Whether the last wait ended on the deadline timer.
-    let mut timer_fired = false;
-    // Whether the last wait ended on a caller's wake (bytes queued).
-    let mut woken = false;
+    let mut woke = Woke::Io;
     let error = loop {
         let read = shared.reader().read_some(tcp, &shared, None);
         match read {
             // The callers these replies woke get a turn to queue their
             // next requests, gathered into one write below; so do the
             // others that the first to queue bytes ran ahead of.
-            Ok((answered, _)) if answered.gathers() || woken => tokio::task::yield_now().await,
+            Ok((answered, _)) if answered.gathers() || woke == Woke::Caller => {
+                tokio::task::yield_now().await;
+            }
             Ok(_) => {}
             Err(e) => break Some(e),
         }
@@ -417,13 +427,12 @@ async fn drive(shared: Arc<Shared>) {
         if let Err(e) = conn.write_some(tcp) {
             break Some(e);
         }
-        conn.keep_time(&shared, timer.as_mut(), timer_fired);
+        conn.keep_time(&shared, timer.as_mut(), woke == Woke::Timer);
         if conn.nobody_waits(&shared, addr) {
             break None; // every handle dropped: no reply can reach anyone
         }
         let writing = !conn.out.is_empty();
-        woken = false;
-        timer_fired = tokio::select! {
+        woke = tokio::select! {
             // In order, not at random: each turn serves every source anyway.
             biased;
             // One waiter on the socket at a time: the poll forms keep one
@@ -436,18 +445,15 @@ async fn drive(shared: Arc<Shared>) {
                     tcp.poll_read_ready(cx)
                 }
             }) => match ready {
-                Ok(()) => false,
+                Ok(()) => Woke::Io,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
             ready = std::future::poll_fn(|cx| tcp.poll_write_ready(cx)), if writing => match ready {
-                Ok(()) => false,
+                Ok(()) => Woke::Io,
                 Err(e) => break Some(ConnError::Reset(format!("{addr}: {e}"))),
             },
-            () = shared.woken() => {
-                woken = true;
-                false
-            }
-            () = &mut timer, if conn.timed => true,
+            () = shared.woken() => Woke::Caller,
+            () = &mut timer, if conn.timed => Woke::Timer,
         };
         // Running now, the task reads `woken` on its next wait: a caller's
         // wake meanwhile need not schedule it again (from another worker,
@@ -469,24 +475,23 @@ where
     let mut conn = Driver::new();
     let timer = tokio::time::sleep(FAR);
     tokio::pin!(timer);
-    // Whether the last wait ended on the deadline timer.
-    let mut timer_fired = false;
+    let mut woke = Woke::Io;
     let error = loop {
         conn.gather(&shared);
-        conn.keep_time(&shared, timer.as_mut(), timer_fired);
+        conn.keep_time(&shared, timer.as_mut(), woke == Woke::Timer);
         if conn.nobody_waits(&shared, &shared.addr) {
             break None;
         }
         let timed = conn.timed;
         let io = std::future::poll_fn(|cx| conn.poll_io(&mut stream, &shared, cx));
-        timer_fired = tokio::select! {
+        woke = tokio::select! {
             biased;
             step = io => match step {
-                Ok(()) => false,
+                Ok(()) => Woke::Io,
                 Err(e) => break Some(e),
             },
-            () = shared.woken() => false,
-            () = &mut timer, if timed => true,
+            () = shared.woken() => Woke::Caller,
+            () = &mut timer, if timed => Woke::Timer,
         };
     };
     let _ = stream.shutdown().await;
