@@ -94,6 +94,21 @@ pub fn patient() -> zaris_client::Builder {
         .request_timeout(Some(std::time::Duration::from_secs(20)))
 }
 
+/// The least a healthy median counts as when a test holds a loaded one
+/// to twice it. A lone reader's median GET on a 2-core host swings
+/// between 25 and 110 µs with the tests run beside it (how soon an idle
+/// core wakes, not the client), which alone broke a bare 2x; a request
+/// held up behind a frozen or black-holed node waits for an attempt
+/// time-out, hundreds of milliseconds.
+pub const PACE_FLOOR: Duration = Duration::from_micros(250);
+
+/// Whether a median under load (`loaded`) keeps within twice the healthy
+/// one (counted as at least [`PACE_FLOOR`]).
+#[must_use]
+pub fn keeps_pace(loaded: Duration, healthy: Duration) -> bool {
+    loaded <= healthy.max(PACE_FLOOR) * 2
+}
+
 /// The server binary to run.
 #[must_use]
 pub fn server_binary() -> String {
