@@ -15,7 +15,7 @@ use zaris_core::{
     CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
-use crate::codec::{encode_into, Frame};
+use crate::codec::{encoded_len, write_command, Frame};
 use crate::inner::Inner;
 use crate::reply::take_frame;
 use crate::route::{Packed, Route};
@@ -226,9 +226,20 @@ pub(crate) struct Planned {
     pub(crate) join: Join,
 }
 
-/// The entry of [`REFUSED`] for the command `name`, if any (lowered once,
-/// then compared as bytes: this runs for every command).
+/// The entry of [`REFUSED`] for the command `name`, if any: this runs for
+/// every command, so most are let through on their length and first letter
+/// ([`REFUSED_SHAPES`]); the rest are lowered once, then compared as bytes.
 fn refusal(name: &[u8]) -> Option<&'static (&'static str, &'static str)> {
+    let shape = REFUSED_SHAPES.get(name.len()).copied().unwrap_or(0);
+    let letter = name.first().map_or(0, |&c| {
+        // `| 0x20` folds an ASCII letter to lowercase (anything else
+        // lands anywhere: the compare below decides).
+        1u32.checked_shl(u32::from((c | 0x20).wrapping_sub(b'a')))
+            .unwrap_or(0)
+    });
+    if shape & letter == 0 {
+        return None;
+    }
     let mut lower = [0u8; 12];
     let lower = lower.get_mut(..name.len())?;
     for (to, from) in lower.iter_mut().zip(name) {
@@ -239,6 +250,21 @@ fn refusal(name: &[u8]) -> Option<&'static (&'static str, &'static str)> {
         .find(|(refused, _)| refused.as_bytes() == lower)
 }
 
+/// For each length of a refused name, the first letters of those that
+/// long (bit 0: `a`): most commands pass on this alone, without a compare.
+const REFUSED_SHAPES: [u32; 16] = refused_shapes();
+
+const fn refused_shapes() -> [u32; 16] {
+    let mut shapes = [0u32; 16];
+    let mut i = 0;
+    while i < REFUSED.len() {
+        let name = REFUSED[i].0.as_bytes();
+        shapes[name.len()] |= 1 << (name[0] - b'a');
+        i += 1;
+    }
+    shapes
+}
+
 /// Whether `name` is `command`, in any case.
 fn is(name: &[u8], command: &str) -> bool {
     name.eq_ignore_ascii_case(command.as_bytes())
@@ -247,6 +273,7 @@ fn is(name: &[u8], command: &str) -> bool {
 impl Inner {
     /// Decides where `args` go, or why they go nowhere; with what the
     /// tables say of the command.
+    #[inline]
     pub(crate) fn plan(&self, args: &[&[u8]]) -> Result<(Plan, CommandInfo), Error> {
         let name = args.first().copied().unwrap_or_default();
         if let Some(&(command, why)) = refusal(name) {
@@ -350,7 +377,8 @@ impl Inner {
 
     /// `args` as one request on `route`.
     fn part(&self, route: Route, args: &[&[u8]], info: CommandInfo) -> Part {
-        let mut bytes = BytesMut::new();
+        // Exactly the room it takes (see `codec::encode`).
+        let mut bytes = BytesMut::with_capacity(encoded_len(args));
         let encoded = self.encode_command(&mut bytes, args, info);
         Part {
             route,
@@ -376,7 +404,7 @@ impl Inner {
         let blocking = info.is_blocking();
         let write = info.is_write() && !blocking;
         let read = info.is_read_only() && !blocking;
-        encode_into(buf, args);
+        write_command(buf, args);
         let replies = 1 + usize::from(write && self.append_wait(buf));
         Encoded {
             replies,
@@ -610,6 +638,27 @@ mod tests {
         assert_eq!(refusal(b"get"), None);
         assert_eq!(refusal(b"subscribe-with-a-long-name"), None);
         assert_eq!(refusal(b""), None);
+        // Every entry, in every case, passes the length-and-letter filter.
+        for &(name, _) in REFUSED {
+            let upper = name.to_ascii_uppercase();
+            let mixed: String = name
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            for typed in [name, upper.as_str(), mixed.as_str()] {
+                assert_eq!(refusal(typed.as_bytes()).map(|r| r.0), Some(name));
+            }
+        }
+        for allowed in ["HSET", "SET", "slowlog", "SCRIPT", "Sync2", "@uth", "[ync"] {
+            assert_eq!(refusal(allowed.as_bytes()), None, "{allowed}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
 
-use crate::codec::{encode_into, Frame};
+use crate::codec::{encode_into, encoded_len, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
 use crate::ownership::Announcer;
@@ -72,8 +72,9 @@ impl Inner {
 
     /// A write, packed: `args`, then `WAIT` when writes are durable.
     pub(crate) fn pack_write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
-        let mut bytes = BytesMut::new();
-        encode_into(&mut bytes, args);
+        // Exactly the room it takes (see `encode`), unless `WAIT` follows.
+        let mut bytes = BytesMut::with_capacity(encoded_len(args));
+        write_command(&mut bytes, args);
         let replies = 1 + usize::from(self.append_wait(&mut bytes));
         Packed {
             name,

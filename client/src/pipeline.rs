@@ -30,7 +30,11 @@ pub struct Pipeline {
     bytes: BytesMut,
     /// Every request, in order: where its bytes end, where it goes.
     requests: Vec<Request>,
-    commands: Vec<Command>,
+    /// How many commands were added.
+    commands: usize,
+    /// The commands that are not one request each (split, fanned out,
+    /// refused), by place; most pipelines have none.
+    uncommon: Vec<(usize, Command)>,
     /// Script entries (their place, and their `EVAL`) to send again if
     /// answered `NOSCRIPT`.
     pub(crate) fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
@@ -49,10 +53,8 @@ struct Request {
     read: bool,
 }
 
-/// A command added to a pipeline.
+/// A command added to a pipeline that is not one request.
 enum Command {
-    /// One request.
-    One,
     /// Several requests (a split `MGET`, a command for every master), and
     /// how their answers join.
     Many { parts: usize, join: Join },
@@ -69,7 +71,8 @@ impl Client {
             inner: self.inner.clone(),
             bytes: BytesMut::new(),
             requests: Vec::new(),
-            commands: Vec::new(),
+            commands: 0,
+            uncommon: Vec::new(),
             fallbacks: Vec::new(),
         }
     }
@@ -81,6 +84,9 @@ impl Pipeline {
     /// its error in its place in [`Pipeline::run`]'s results.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
         let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
+        if self.requests.capacity() == 0 {
+            self.make_room(&args);
+        }
         let command = match self.inner.plan(&args) {
             Ok((Plan::Slot(slot), info)) => {
                 let encoded = self.inner.encode_command(&mut self.bytes, &args, info);
@@ -93,7 +99,7 @@ impl Pipeline {
                     blocking: encoded.blocking,
                     read: encoded.read,
                 });
-                Command::One
+                None
             }
             Ok((plan, info)) => match self.inner.planned_as(plan, info, &args) {
                 Ok(planned) => {
@@ -109,29 +115,42 @@ impl Pipeline {
                             read: part.packed.read,
                         });
                     }
-                    Command::Many {
+                    Some(Command::Many {
                         parts: planned.parts.len(),
                         join: planned.join,
-                    }
+                    })
                 }
-                Err(e) => Command::Refused(e),
+                Err(e) => Some(Command::Refused(e)),
             },
-            Err(e) => Command::Refused(e),
+            Err(e) => Some(Command::Refused(e)),
         };
-        self.commands.push(command);
+        if let Some(command) = command {
+            self.uncommon.push((self.commands, command));
+        }
+        self.commands += 1;
         self
+    }
+
+    /// The first command's room: a pipeline is seldom one command, and
+    /// growing its buffers a doubling at a time from nothing moved each of
+    /// them half a dozen times on the way to a hundred. Room for
+    /// [`FIRST_ROOM`] like this one.
+    fn make_room(&mut self, args: &[&[u8]]) {
+        let size: usize = 16 + args.iter().map(|a| a.len() + 16).sum::<usize>();
+        self.bytes.reserve(FIRST_ROOM * size);
+        self.requests.reserve(FIRST_ROOM);
     }
 
     /// How many commands wait.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.commands.len()
+        self.commands
     }
 
     /// Whether none wait.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.commands.is_empty()
+        self.commands == 0
     }
 
     /// Sends every command (the pipeline is emptied) and returns one result
@@ -157,9 +176,10 @@ impl Pipeline {
             requests: std::mem::take(&mut self.requests),
         };
         let commands = std::mem::take(&mut self.commands);
+        let uncommon = std::mem::take(&mut self.uncommon);
         let fallbacks = std::mem::take(&mut self.fallbacks);
         let inner = &self.inner;
-        let span = tracing::debug_span!("zaris.pipeline", commands = commands.len());
+        let span = tracing::debug_span!("zaris.pipeline", commands);
         // One answer per request, in place.
         let mut answers: Vec<Result<Value, Error>> =
             batch.requests.iter().map(|_| Ok(Value::Nil)).collect();
@@ -169,18 +189,18 @@ impl Pipeline {
             })
             .instrument(span)
             .await;
-        let mut results = if commands.iter().all(|c| matches!(c, Command::One)) {
+        let mut results = if uncommon.is_empty() {
             answers
         } else {
             let mut answers = answers.into_iter();
-            commands
-                .into_iter()
-                .map(|command| match command {
-                    Command::One => answers.next().unwrap_or(Ok(Value::Nil)),
-                    Command::Many { parts, join: how } => {
+            let mut uncommon = uncommon.into_iter().peekable();
+            (0..commands)
+                .map(|at| match uncommon.next_if(|(place, _)| *place == at) {
+                    None => answers.next().unwrap_or(Ok(Value::Nil)),
+                    Some((_, Command::Many { parts, join: how })) => {
                         join(&how, answers.by_ref().take(parts).collect())
                     }
-                    Command::Refused(e) => Err(e),
+                    Some((_, Command::Refused(e))) => Err(e),
                 })
                 .collect()
         };
@@ -197,6 +217,9 @@ impl Pipeline {
         }
     }
 }
+
+/// How many commands a pipeline makes room for at its first.
+const FIRST_ROOM: usize = 32;
 
 /// A pipeline's requests, as [`Inner::execute_all`] takes them.
 struct Batch {
@@ -225,10 +248,6 @@ impl Requests for Batch {
 
     fn bytes(&self, i: usize) -> &[u8] {
         &self.bytes[self.start(i)..self.requests[i].end]
-    }
-
-    fn shared(&self, i: usize) -> Bytes {
-        self.bytes.slice(self.start(i)..self.requests[i].end)
     }
 
     fn replies(&self, i: usize) -> usize {

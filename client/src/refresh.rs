@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tracing::Instrument;
 
-use crate::codec::{encode, Frame};
+use crate::codec::{encode, Frames};
 use crate::conn::ConnError;
 use crate::gate::{choose_map, slots_covered, Refreshed};
 use crate::inner::Inner;
@@ -231,8 +231,12 @@ impl Inner {
     async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, FetchError> {
         let timeout = self.config.attempt_timeout;
         let conn = node.connection(timeout, &self.config.conn).await?;
-        let ask = |args: &[&[u8]]| conn.request(encode(&[args]), 1, timeout);
-        let first = |mut frames: Vec<Frame>| frames.pop().map(from_frame).unwrap_or(Value::Nil);
+        let conn = &conn;
+        let ask = |args: &[&[u8]]| {
+            let bytes = encode(&[args]);
+            async move { conn.request(&bytes, 1, timeout).await }
+        };
+        let first = |mut frames: Frames| frames.pop().map(from_frame).unwrap_or(Value::Nil);
         let unusable = |e: &dyn std::fmt::Display| FetchError::Map(e.to_string());
         match first(ask(&[b"CLUSTER", b"SHARDS"]).await?) {
             // Before Redis 7: no CLUSTER SHARDS.

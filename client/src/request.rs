@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures_util::future::join_all;
 use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
@@ -18,7 +18,7 @@ use zaris_core::{
     TransportFailure,
 };
 
-use crate::codec::Frame;
+use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
 use crate::conn::ConnError;
 use crate::gate::Refreshed;
@@ -113,14 +113,6 @@ struct InFlight {
     /// This round it goes as the probe of an owner that said the cluster
     /// is down: a second such answer is a wait, not an attempt.
     probing: bool,
-}
-
-impl InFlight {
-    /// Its deadline: its retry state's, or, before it has failed (no
-    /// state yet), `fresh`, every request's from the start.
-    fn deadline(&self, fresh: Option<Instant>) -> Option<Instant> {
-        self.state.as_ref().map_or(fresh, |state| state.deadline)
-    }
 }
 
 /// The requests of one round that go to one node in one write (or, for a
@@ -333,7 +325,7 @@ impl Inner {
     /// for one, unsent (docs/behaviour.md §3): from when it started waiting,
     /// the refresh wait, and never past its deadline. `None`: no longer.
     fn owner_wait_until(&self, in_flight: &mut InFlight, started: Instant) -> Option<Instant> {
-        let deadline = self.deadline_of(in_flight, started);
+        let deadline = self.deadline_of(started);
         self.owner_wait_limit(&mut in_flight.waiting_since, deadline)
     }
 
@@ -441,11 +433,11 @@ impl Inner {
         }
     }
 
-    /// A request's deadline: its retry state's, or, before it has failed
-    /// (no state yet), the policy's counted from `started`, as every
-    /// request's.
-    fn deadline_of(&self, in_flight: &InFlight, started: Instant) -> Option<Instant> {
-        in_flight.deadline(self.config.policy.deadline.map(|d| started + d))
+    /// The deadline of every request of one call: they started together
+    /// (`started`), and a retry's state counts from then too
+    /// ([`Self::state_of`]).
+    fn deadline_of(&self, started: Instant) -> Option<Instant> {
+        self.config.policy.deadline.map(|d| started + d)
     }
 
     /// A request's retry state, made on its first failure (its deadline
@@ -473,6 +465,7 @@ impl Inner {
         let snapshot = self.snapshot.load();
         let read_from = self.config.read_from;
         let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
+        let count = round.len();
         for (at, in_flight) in round.iter_mut().enumerate() {
             in_flight.probing = false;
             let blocking = requests.blocking(in_flight.index);
@@ -529,11 +522,17 @@ impl Inner {
                 .find(|b| !b.dedicated && !blocking && Arc::ptr_eq(&b.node, node));
             match shared {
                 Some(batch) => batch.members.push((at, following)),
-                None => batches.push(Batch {
-                    node: node.clone(),
-                    dedicated: blocking,
-                    members: smallvec::smallvec![(at, following)],
-                }),
+                None => {
+                    // Room for every request left: growing one at a time
+                    // moved a pipeline's share half a dozen times.
+                    let mut members = SmallVec::with_capacity(count - at);
+                    members.push((at, following));
+                    batches.push(Batch {
+                        node: node.clone(),
+                        dedicated: blocking,
+                        members,
+                    });
+                }
             }
         }
         // Attempts: every request sent, or failed here for want of an owner.
@@ -558,8 +557,8 @@ impl Inner {
         requests: &R,
         round: &[InFlight],
         started: Instant,
-    ) -> Result<Vec<Frame>, ConnError> {
-        let until = Instant::now() + self.attempt_time(batch, round, started);
+    ) -> Result<Frames, ConnError> {
+        let until = Instant::now() + self.attempt_time(batch, started);
         // The slots the map may move, for the slow paths below.
         let slots = || -> SmallVec<[u16; 1]> {
             batch
@@ -640,16 +639,9 @@ impl Inner {
     /// How long the batch's attempt may take, from now: the attempt
     /// time-out (a blocking command's own bound instead), never past the
     /// tightest of its members' deadlines.
-    fn attempt_time(&self, batch: &Batch, round: &[InFlight], started: Instant) -> Duration {
-        // Reckoned once for the batch, not per member (a pipeline's
-        // hundreds).
-        let fresh = self.config.policy.deadline.map(|d| started + d);
-        let deadline = batch
-            .members
-            .iter()
-            .map(|&(at, _)| round[at].deadline(fresh))
-            .min()
-            .flatten();
+    fn attempt_time(&self, batch: &Batch, started: Instant) -> Duration {
+        // Every member's, reckoned once.
+        let deadline = self.deadline_of(started);
         // A blocking command, alone in its batch, may wait its whole deadline.
         let limit = if batch.dedicated {
             BLOCKING_WITHOUT_DEADLINE
@@ -697,13 +689,13 @@ impl Inner {
         round: &[InFlight],
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<Frame>, ConnError> {
+    ) -> Result<Frames, ConnError> {
         let index = |at: usize| round[at].index;
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = batch.members[..] {
             let i = index(at);
             return self
-                .send_on(batch, requests.shared(i), requests.replies(i), until, room)
+                .send_on(batch, requests.bytes(i), requests.replies(i), until, room)
                 .await;
         }
         let size = batch
@@ -721,8 +713,7 @@ impl Inner {
             bytes.extend_from_slice(requests.bytes(index(at)));
             replies += requests.replies(index(at));
         }
-        self.send_on(batch, bytes.freeze(), replies, until, room)
-            .await
+        self.send_on(batch, &bytes, replies, until, room).await
     }
 
     /// `bytes` on the batch's node: its shared connection (holding `room`
@@ -731,11 +722,11 @@ impl Inner {
     async fn send_on(
         &self,
         batch: &Batch,
-        bytes: Bytes,
+        bytes: &[u8],
         replies: usize,
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<Frame>, ConnError> {
+    ) -> Result<Frames, ConnError> {
         // Dedicated connections and connecting are rare, and boxed, as in
         // `send_batch`.
         if batch.dedicated {
@@ -776,6 +767,11 @@ impl Inner {
                 detail: "no reply".into(),
             });
         };
+        if !matches!(first, Frame::Error(_)) {
+            // Most replies: nothing to classify.
+            node.note_cluster_down(false);
+            return Verdict::Answer;
+        }
         let classified = classify(first, &node.addr);
         node.note_cluster_down(matches!(
             classified,

@@ -73,8 +73,6 @@ pub(crate) trait Requests {
     fn name(&self, i: usize) -> &'static str;
     /// The request's encoded bytes.
     fn bytes(&self, i: usize) -> &[u8];
-    /// The same, shared (sent as is when the request goes alone).
-    fn shared(&self, i: usize) -> Bytes;
     fn replies(&self, i: usize) -> usize;
     fn blocking(&self, i: usize) -> bool;
     /// Whether a replica may serve it (`Builder::read_from`).
@@ -96,10 +94,6 @@ impl Requests for [(Route, Packed)] {
 
     fn bytes(&self, i: usize) -> &[u8] {
         &self[i].1.bytes
-    }
-
-    fn shared(&self, i: usize) -> Bytes {
-        self[i].1.bytes.clone()
     }
 
     fn replies(&self, i: usize) -> usize {

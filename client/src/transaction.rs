@@ -104,7 +104,7 @@ impl Client {
             else {
                 continue;
             };
-            let watched = conn.request(encode(&[&watch]), 1, timeout).await;
+            let watched = conn.request(&encode(&[&watch]), 1, timeout).await;
             match watched
                 .as_deref()
                 .map(|f| f.first().map(|f| classify(f, &node.addr)))
@@ -194,7 +194,7 @@ impl Watched {
         transaction_slot(std::slice::from_ref(&args), Some(self.slot))?;
         let frames = self
             .conn
-            .request(encode(&[&args]), 1, self.timeout)
+            .request(&encode(&[&args]), 1, self.timeout)
             .await
             .map_err(|e| conn_error(e, &self.addr))?;
         let first = frames.into_iter().next().unwrap_or(Frame::Null);
@@ -350,7 +350,7 @@ async fn run_block(
     let mut block: Vec<&[&[u8]]> = vec![&[b"MULTI"]];
     block.extend(commands.iter().map(Vec::as_slice));
     block.push(&[b"EXEC"]);
-    let frames = match conn.request(encode(&block), block.len(), timeout).await {
+    let frames = match conn.request(&encode(&block), block.len(), timeout).await {
         Ok(frames) => frames,
         // The write may not have left: a closed connection before sending
         // surfaces as refused; anything else is ambiguous.

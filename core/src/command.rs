@@ -327,12 +327,12 @@ const NO_COMMAND: u8 = u8::MAX;
 /// mispredicted branches (the client runs this for every command).
 static INDEX: [u8; INDEX_SLOTS] = build_index(&TABLE);
 
-/// FNV-1a of a lowercase name.
+/// FNV-1a of a name, lowered as it goes (any case hashes alike).
 const fn name_hash(name: &[u8]) -> usize {
     let mut hash: u32 = 0x811c_9dc5;
     let mut i = 0;
     while i < name.len() {
-        hash ^= name[i] as u32;
+        hash ^= name[i].to_ascii_lowercase() as u32;
         hash = hash.wrapping_mul(0x0100_0193);
         i += 1;
     }
@@ -357,18 +357,23 @@ const fn build_index(table: &[Spec]) -> [u8; INDEX_SLOTS] {
     index
 }
 
-/// The top-level command `name`, any case: lowered and hashed in one
-/// pass, then looked up in [`INDEX`].
+/// The top-level command `name`, any case: hashed as lowered, then
+/// looked up in [`INDEX`] and compared byte by byte, folding case on the
+/// way (no lowered copy: this runs for every command a client sends).
 fn find_command(name: &[u8]) -> Option<&'static Spec> {
-    let mut lower = [0u8; MAX_NAME];
-    let lower = lower.get_mut(..name.len())?;
-    for (to, from) in lower.iter_mut().zip(name) {
-        *to = from.to_ascii_lowercase();
+    if name.len() > MAX_NAME {
+        return None;
     }
-    let mut slot = name_hash(lower) % INDEX_SLOTS;
+    let mut slot = name_hash(name) % INDEX_SLOTS;
     loop {
         let spec = COMMANDS.get(usize::from(INDEX[slot]))?;
-        if spec.name.as_bytes() == lower {
+        if spec.name.len() == name.len()
+            && spec
+                .name
+                .bytes()
+                .zip(name)
+                .all(|(table, &typed)| table == typed.to_ascii_lowercase())
+        {
             return Some(spec);
         }
         slot = (slot + 1) % INDEX_SLOTS;

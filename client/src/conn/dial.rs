@@ -116,7 +116,7 @@ pub(crate) async fn connect(
     }
     if options.resp3 {
         match conn
-            .request(encode(&[&[b"HELLO", b"3"]]), 1, timeout)
+            .request(&encode(&[&[b"HELLO", b"3"]]), 1, timeout)
             .await?
             .pop()
         {
@@ -135,7 +135,7 @@ pub(crate) async fn connect(
     }
     if options.readonly {
         match conn
-            .request(encode(&[&[b"READONLY"]]), 1, timeout)
+            .request(&encode(&[&[b"READONLY"]]), 1, timeout)
             .await?
             .pop()
         {
@@ -158,7 +158,11 @@ pub(crate) async fn authenticate(
     credentials: &Credentials,
     timeout: Duration,
 ) -> Result<(), ConnError> {
-    match conn.request(credentials.command(), 1, timeout).await?.pop() {
+    match conn
+        .request(&credentials.command(), 1, timeout)
+        .await?
+        .pop()
+    {
         Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => Ok(()),
         Some(Frame::Error(why)) => Err(ConnError::Rejected(format!("{addr}: {why}"))),
         other => Err(ConnError::Protocol(format!(

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use tokio_util::either::Either;
 
 use super::ConnError;
-use crate::codec::{take_frames, Frame, Limits};
+use crate::codec::{take_frames, Frame, Frames, Limits};
 
 /// The reader asks the socket for up to this much at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -42,7 +42,7 @@ const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// A deadline past any time-out a caller sets (`Duration::MAX` included).
 const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
-type Reply = Result<Vec<Frame>, ConnError>;
+type Reply = Result<Frames, ConnError>;
 
 /// A reply slot, in send order.
 struct Slot {
@@ -346,10 +346,10 @@ impl Connection {
     /// replies, sent back to back) and waits up to `timeout` for the replies.
     pub(crate) async fn request(
         &self,
-        bytes: Bytes,
+        bytes: &[u8],
         replies: usize,
         timeout: Duration,
-    ) -> Result<Vec<Frame>, ConnError> {
+    ) -> Result<Frames, ConnError> {
         let until = std::time::Instant::now() + timeout.min(FAR);
         self.request_in(bytes, replies, until, None).await
     }
@@ -359,11 +359,11 @@ impl Connection {
     /// connection ends.
     pub(crate) async fn request_in(
         &self,
-        bytes: Bytes,
+        bytes: &[u8],
         replies: usize,
         until: std::time::Instant,
         room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Vec<Frame>, ConnError> {
+    ) -> Result<Frames, ConnError> {
         let (done, mut reply) = oneshot::channel();
         let slot = Slot {
             id: 0,
@@ -372,7 +372,7 @@ impl Connection {
             deadline: Instant::from_std(until),
             _room: room,
         };
-        let Some(me) = self.shared.submit(&bytes, slot)? else {
+        let Some(me) = self.shared.submit(bytes, slot)? else {
             return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));
         };
         let _reading = Reading(&self.shared);
@@ -532,7 +532,7 @@ impl Answered {
 /// lone caller on its own poll.
 struct Reader {
     /// Replies collected so far for the front slot.
-    frames: Vec<Frame>,
+    frames: Frames,
     /// Replies parsed from the input, not yet handed to their slots.
     parsed: Vec<Frame>,
     /// Slots answered, handed their replies once the lock is let go.
@@ -547,7 +547,7 @@ struct Reader {
 impl Reader {
     fn new(limits: Limits) -> Self {
         Self {
-            frames: Vec::new(),
+            frames: Frames::new(),
             parsed: Vec::new(),
             answered_slots: Vec::new(),
             input: BytesMut::with_capacity(READ_CHUNK),
