@@ -130,7 +130,7 @@ pub(crate) fn write_command(buf: &mut BytesMut, args: &[&[u8]]) {
     }
 }
 
-/// How many bytes [`encode_into`] appends for `args`.
+/// How many bytes [`write_command`] appends for `args`.
 pub(crate) fn encoded_len(args: &[&[u8]]) -> usize {
     let header = |n: usize| 3 + digits(n);
     header(args.len())

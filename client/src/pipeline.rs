@@ -9,6 +9,7 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tracing::Instrument;
 
+use crate::codec::encoded_len;
 use crate::command::{join, Join, Plan};
 use crate::inner::Inner;
 use crate::route::{Requests, Route};
@@ -136,8 +137,7 @@ impl Pipeline {
     /// them half a dozen times on the way to a hundred. Room for
     /// [`FIRST_ROOM`] like this one.
     fn make_room(&mut self, args: &[&[u8]]) {
-        let size: usize = 16 + args.iter().map(|a| a.len() + 16).sum::<usize>();
-        self.bytes.reserve(FIRST_ROOM * size);
+        self.bytes.reserve(FIRST_ROOM * encoded_len(args));
         self.requests.reserve(FIRST_ROOM);
     }
 
