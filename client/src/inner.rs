@@ -5,7 +5,7 @@
 //! shares, the durable `WAIT` after it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
@@ -38,6 +38,12 @@ pub(crate) struct Inner {
     pub(crate) next_any: AtomicUsize,
     /// Tells `Client::ownership_changes` listeners of each map change.
     pub(crate) announcer: Announcer,
+    /// Held from a swap of `snapshot` to its announcement, so that
+    /// listeners hear the changes in the order they were made: a `MOVED`
+    /// hint applied by a caller on one worker and a refresh on the other
+    /// could otherwise announce out of order, and a change told after the
+    /// one that followed it reads as starting from the wrong owner.
+    pub(crate) publishing: Mutex<()>,
 }
 
 impl Inner {
@@ -62,7 +68,16 @@ impl Inner {
             marker_seq: AtomicU64::new(0),
             next_any: AtomicUsize::new(0),
             announcer: Announcer::default(),
+            publishing: Mutex::new(()),
         }
+    }
+
+    /// The right to swap the map and announce the change
+    /// ([`Self::publishing`]).
+    pub(crate) fn publishing(&self) -> MutexGuard<'_, ()> {
+        self.publishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A number no other request marker of this client has.

@@ -52,21 +52,18 @@ impl Inner {
     /// swap); returns how many segments changed. Nothing changed, nothing
     /// paid.
     pub(crate) fn push(&self, first: u16, last: u16, addr: &str, revealed: Revealed) -> u16 {
-        loop {
-            let current = self.snapshot.load_full();
-            let Some((next, changed)) = current.with_change(first, last, addr, &self.registry)
-            else {
-                return 0;
-            };
-            let next = Arc::new(next);
-            let previous = self.snapshot.compare_and_swap(&current, next.clone());
-            if Arc::ptr_eq(&previous, &current) {
-                self.announcer.announce(&current, &next, revealed);
-                Counters::bump(&self.counters.pushes_applied);
-                tracing::debug!(first, last, addr, changed, "ownership change applied");
-                return changed;
-            }
-        }
+        // Every swap holds it: the map cannot change under the patch.
+        let _publishing = self.publishing();
+        let current = self.snapshot.load_full();
+        let Some((next, changed)) = current.with_change(first, last, addr, &self.registry) else {
+            return 0;
+        };
+        let next = Arc::new(next);
+        self.snapshot.store(next.clone());
+        self.announcer.announce(&current, &next, revealed);
+        Counters::bump(&self.counters.pushes_applied);
+        tracing::debug!(first, last, addr, changed, "ownership change applied");
+        changed
     }
 
     /// A coalesced refresh for `cause`, waited for at most `wait`.
@@ -165,10 +162,13 @@ impl Inner {
                 }
                 let slots = slots_covered(ranges);
                 let next = Arc::new(Snapshot::from_ranges(ranges, &self.registry));
-                let previous = self.snapshot.swap(next.clone());
-                if let Some(cause) = cause {
-                    self.announcer
-                        .announce(&previous, &next, Revealed::Refresh(cause));
+                {
+                    let _publishing = self.publishing();
+                    let previous = self.snapshot.swap(next.clone());
+                    if let Some(cause) = cause {
+                        self.announcer
+                            .announce(&previous, &next, Revealed::Refresh(cause));
+                    }
                 }
                 self.redirects.clear_suspects();
                 tracing::info!(from = %from, ranges = ranges.len(), slots, agree, "map refreshed");
@@ -263,5 +263,58 @@ pub(crate) async fn poll(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else { return };
         let wait = inner.config.refresh_wait;
         inner.refresh(RefreshCause::Poll, wait).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Client;
+
+    /// Two threads re-point one slot at once, as a caller applying a
+    /// `MOVED` on one worker and a refresh on the other do: every change
+    /// a listener hears starts from the owner the change before it left.
+    #[tokio::test]
+    async fn changes_made_at_once_are_heard_in_the_order_made() {
+        let config = Client::builder().resolve().expect("the defaults resolve");
+        let inner = Arc::new(Inner::new(Vec::new(), config));
+        let mut changes = inner.announcer.subscribe();
+        // Under the listener's backlog (4,096): every change stays to be read.
+        const EACH: usize = 2_000;
+        let start = Arc::new(std::sync::Barrier::new(2));
+        let threads: Vec<_> = [["a:1", "b:1"], ["c:1", "d:1"]]
+            .into_iter()
+            .map(|addrs| {
+                let (inner, start) = (inner.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    for i in 0..EACH {
+                        inner.push(0, 0, addrs[i % 2], Revealed::Pushed);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("a pushing thread");
+        }
+        let applied = inner
+            .counters
+            .pushes_applied
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(applied > 0);
+        let mut owner: Option<String> = None;
+        for _ in 0..applied {
+            let change = changes.next().await.expect("a change per push applied");
+            assert_eq!((change.first, change.last), (0, 0));
+            assert_eq!(change.old_owner, owner, "a change told out of order");
+            owner = change.new_owner;
+        }
+        assert_eq!(changes.missed(), 0);
+        let now = inner
+            .snapshot
+            .load()
+            .owner_of_slot(0)
+            .map(|n| n.addr.to_string());
+        assert_eq!(owner, now.ok());
     }
 }
