@@ -130,6 +130,13 @@ pub(crate) fn write_command(buf: &mut BytesMut, args: &[&[u8]]) {
     }
 }
 
+/// An empty buffer with exactly the room `args` take: frozen full, it
+/// becomes `Bytes` as it is (see [`encode`]). A durable write's `WAIT`
+/// grows it.
+pub(crate) fn room_for(args: &[&[u8]]) -> BytesMut {
+    BytesMut::with_capacity(encoded_len(args))
+}
+
 /// How many bytes [`write_command`] appends for `args`.
 pub(crate) fn encoded_len(args: &[&[u8]]) -> usize {
     let header = |n: usize| 3 + digits(n);

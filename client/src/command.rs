@@ -15,7 +15,7 @@ use zaris_core::{
     CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
-use crate::codec::{encoded_len, write_command, Frame};
+use crate::codec::{room_for, write_command, Frame};
 use crate::inner::Inner;
 use crate::reply::take_frame;
 use crate::route::{Packed, Route};
@@ -377,8 +377,7 @@ impl Inner {
 
     /// `args` as one request on `route`.
     fn part(&self, route: Route, args: &[&[u8]], info: CommandInfo) -> Part {
-        // Exactly the room it takes (see `codec::encode`).
-        let mut bytes = BytesMut::with_capacity(encoded_len(args));
+        let mut bytes = room_for(args);
         let encoded = self.encode_command(&mut bytes, args, info);
         Part {
             route,

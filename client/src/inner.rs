@@ -11,7 +11,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
 
-use crate::codec::{encode_into, encoded_len, write_command, Frame};
+use crate::codec::{encode_into, room_for, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
 use crate::ownership::Announcer;
@@ -43,7 +43,7 @@ pub(crate) struct Inner {
     /// hint applied by a caller on one worker and a refresh on the other
     /// could otherwise announce out of order, and a change told after the
     /// one that followed it reads as starting from the wrong owner.
-    pub(crate) publishing: Mutex<()>,
+    publishing: Mutex<()>,
 }
 
 impl Inner {
@@ -87,8 +87,7 @@ impl Inner {
 
     /// A write, packed: `args`, then `WAIT` when writes are durable.
     pub(crate) fn pack_write(&self, name: &'static str, args: &[&[u8]]) -> Packed {
-        // Exactly the room it takes (see `encode`), unless `WAIT` follows.
-        let mut bytes = BytesMut::with_capacity(encoded_len(args));
+        let mut bytes = room_for(args);
         write_command(&mut bytes, args);
         let replies = 1 + usize::from(self.append_wait(&mut bytes));
         Packed {

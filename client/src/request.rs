@@ -55,7 +55,7 @@ impl Retrying {
     fn from(inner: &Inner, now: Instant) -> Self {
         Self {
             retries: RetryLoop::new(inner.config.policy),
-            deadline: inner.config.policy.deadline.map(|d| now + d),
+            deadline: inner.deadline_of(now),
             ask: None,
             waiting_since: None,
         }
@@ -433,9 +433,9 @@ impl Inner {
         }
     }
 
-    /// The deadline of every request of one call: they started together
-    /// (`started`), and a retry's state counts from then too
-    /// ([`Self::state_of`]).
+    /// The deadline of a request made at `started`: that of every request
+    /// of one call, as they started together, and a retry's state counts
+    /// from then too ([`Self::state_of`]).
     fn deadline_of(&self, started: Instant) -> Option<Instant> {
         self.config.policy.deadline.map(|d| started + d)
     }
