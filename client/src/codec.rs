@@ -24,6 +24,7 @@
 
 use bytes::{Bytes, BytesMut};
 use redis_protocol::bytes_utils::Str;
+use smallvec::SmallVec;
 
 /// A reply off the wire: RESP2's five kinds, and RESP3's (a connection
 /// that said `HELLO 3`). Attributes (`|`) are read past. Bulk strings,
@@ -122,12 +123,27 @@ pub(crate) fn encode_into(buf: &mut BytesMut, args: &[&[u8]]) {
 
 /// [`encode_into`] where the room is made already.
 pub(crate) fn write_command(buf: &mut BytesMut, args: &[&[u8]]) {
-    header(buf, b'*', args.len());
-    for arg in args {
-        header(buf, b'$', arg.len());
-        buf.extend_from_slice(arg);
-        buf.extend_from_slice(b"\r\n");
+    let Some((first, rest)) = args.split_first() else {
+        return header(buf, b'*', 0);
+    };
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    if args.len() < 10 && first.len() < 10 {
+        // Most commands: `*3\r\n$3\r\n` (a few arguments, a short name)
+        // in one append.
+        let (n, name) = (digit(args.len()), digit(first.len()));
+        buf.extend_from_slice(&[b'*', n, b'\r', b'\n', b'$', name, b'\r', b'\n']);
+    } else {
+        header(buf, b'*', args.len());
+        header(buf, b'$', first.len());
     }
+    buf.extend_from_slice(first);
+    for arg in rest {
+        // The line end of the argument before, and this one's header,
+        // in one append.
+        bulk_header_after(buf, arg.len());
+        buf.extend_from_slice(arg);
+    }
+    buf.extend_from_slice(b"\r\n");
 }
 
 /// An empty buffer with exactly the room `args` take: frozen full, it
@@ -171,6 +187,21 @@ fn header(buf: &mut BytesMut, kind: u8, n: usize) {
     long_header(buf, kind, n);
 }
 
+/// `\r\n$<n>\r\n`: an argument's line end and the next one's header.
+#[inline(always)]
+fn bulk_header_after(buf: &mut BytesMut, n: usize) {
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    if n < 10 {
+        return buf.extend_from_slice(&[b'\r', b'\n', b'$', digit(n), b'\r', b'\n']);
+    }
+    if n < 100 {
+        let line = [b'\r', b'\n', b'$', digit(n / 10), digit(n), b'\r', b'\n'];
+        return buf.extend_from_slice(&line);
+    }
+    buf.extend_from_slice(b"\r\n");
+    long_header(buf, b'$', n);
+}
+
 /// [`header`] for three digits and more.
 #[inline(never)]
 fn long_header(buf: &mut BytesMut, kind: u8, mut n: usize) {
@@ -209,27 +240,67 @@ pub(crate) fn take_frames<E: From<CodecError>>(
     limits: Limits,
     mut each: impl FnMut(Frame) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut end = 0;
-    while let Some(len) = frame_len(&input[end..], limits, 0)? {
-        end += len;
-    }
-    if input.len() - end > limits.max_reply_bytes {
-        return Err(CodecError::TooLarge {
-            limit: limits.max_reply_bytes,
+    // In runs of up to `RUN` frames: the first pass finds them (and
+    // learns enough of the simple ones to build them without reading them
+    // again), the run is taken off as one frozen chunk, and the second
+    // pass builds them from it.
+    const RUN: usize = 32;
+    loop {
+        let mut found: SmallVec<[(Spot, usize); RUN]> = SmallVec::new();
+        let mut end = 0;
+        while found.len() < RUN {
+            let Some((spot, len)) = frame_at(&input[end..], limits, 0)? else {
+                break;
+            };
+            found.push((spot, len));
+            end += len;
         }
-        .into());
+        if found.len() < RUN && input.len() - end > limits.max_reply_bytes {
+            return Err(CodecError::TooLarge {
+                limit: limits.max_reply_bytes,
+            }
+            .into());
+        }
+        if end == 0 {
+            return Ok(());
+        }
+        let chunk = input.split_to(end).freeze();
+        let mut at = 0;
+        for &(spot, len) in &found {
+            let frame = match spot {
+                Spot::Ok => Frame::SimpleString(Bytes::from_static(b"OK")),
+                Spot::Simple => Frame::SimpleString(chunk.slice(at + 1..at + len - 2)),
+                Spot::Integer(n) => Frame::Integer(n),
+                Spot::Null => Frame::Null,
+                Spot::Bulk { header } => Frame::BulkString(chunk.slice(at + header..at + len - 2)),
+                Spot::Other => build(&chunk, at, 0)?.0,
+            };
+            each(frame)?;
+            at += len;
+        }
+        if found.len() < RUN {
+            return Ok(());
+        }
     }
-    if end == 0 {
-        return Ok(());
-    }
-    let chunk = input.split_to(end).freeze();
-    let mut at = 0;
-    while at < chunk.len() {
-        let (frame, next) = build(&chunk, at, 0)?;
-        each(frame)?;
-        at = next;
-    }
-    Ok(())
+}
+
+/// What the first pass learns of a frame: the common ones whole, so that
+/// building them reads nothing again.
+#[derive(Clone, Copy, Debug)]
+enum Spot {
+    /// `+OK`.
+    Ok,
+    /// Another simple string.
+    Simple,
+    Integer(i64),
+    /// A bulk string whose data starts `header` bytes in.
+    Bulk {
+        header: usize,
+    },
+    /// `$-1`, `*-1`, `_`.
+    Null,
+    /// Anything else, built by [`build`].
+    Other,
 }
 
 /// The next complete frame in `buf`, `None` when more bytes are needed.
@@ -351,6 +422,12 @@ fn members(kind: u8, n: usize) -> usize {
 /// The length of the complete frame at the start of `buf`, `None` when
 /// more bytes are needed.
 fn frame_len(buf: &[u8], limits: Limits, depth: usize) -> Result<Option<usize>, CodecError> {
+    Ok(frame_at(buf, limits, depth)?.map(|(_, len)| len))
+}
+
+/// The complete frame at the start of `buf`, as [`Spot`] and length;
+/// `None` when more bytes are needed.
+fn frame_at(buf: &[u8], limits: Limits, depth: usize) -> Result<Option<(Spot, usize)>, CodecError> {
     let Some(&kind) = buf.first() else {
         return Ok(None);
     };
@@ -381,19 +458,22 @@ fn frame_len(buf: &[u8], limits: Limits, depth: usize) -> Result<Option<usize>, 
     };
     let header = line + 2;
     let head = &buf[1..line];
+    let other = |len| Ok(Some((Spot::Other, len)));
     match kind {
-        b'+' | b'-' => Ok(Some(header)),
-        b':' => number(head).map(|_| Some(header)),
-        b'_' if head.is_empty() => Ok(Some(header)),
+        b'+' if head == b"OK" => Ok(Some((Spot::Ok, header))),
+        b'+' => Ok(Some((Spot::Simple, header))),
+        b'-' => other(header),
+        b':' => Ok(Some((Spot::Integer(number(head)?), header))),
+        b'_' if head.is_empty() => Ok(Some((Spot::Null, header))),
         b'_' => Err(protocol("a null with a value")),
-        b'#' if head == b"t" || head == b"f" => Ok(Some(header)),
+        b'#' if head == b"t" || head == b"f" => other(header),
         b'#' => Err(protocol("a boolean that is neither t nor f")),
-        b',' => double(head).map(|_| Some(header)),
-        b'(' => big_number(head).map(|()| Some(header)),
+        b',' => double(head).and_then(|_| other(header)),
+        b'(' => big_number(head).and_then(|()| other(header)),
         b'$' | b'!' | b'=' => {
             let Some(n) = length(head, limits)? else {
                 return if kind == b'$' {
-                    Ok(Some(header))
+                    Ok(Some((Spot::Null, header)))
                 } else {
                     Err(protocol("a blob of length -1"))
                 };
@@ -404,14 +484,15 @@ fn frame_len(buf: &[u8], limits: Limits, depth: usize) -> Result<Option<usize>, 
                 Some(b"\r\n") if kind == b'=' && !(n >= 4 && buf[header + 3] == b':') => {
                     Err(protocol("a verbatim string without its format"))
                 }
-                Some(b"\r\n") => Ok(Some(total)),
+                Some(b"\r\n") if kind == b'$' => Ok(Some((Spot::Bulk { header }, total))),
+                Some(b"\r\n") => other(total),
                 Some(_) => Err(protocol("a bulk string longer than it says")),
             }
         }
         _ => {
             let Some(n) = length(head, limits)? else {
                 return if kind == b'*' {
-                    Ok(Some(header))
+                    Ok(Some((Spot::Null, header)))
                 } else {
                     Err(protocol("an aggregate of length -1"))
                 };
@@ -431,11 +512,11 @@ fn frame_len(buf: &[u8], limits: Limits, depth: usize) -> Result<Option<usize>, 
             if kind == b'|' {
                 // Attributes come before the reply they describe: one frame.
                 return match frame_len(&buf[at..], limits, depth + 1)? {
-                    Some(len) => Ok(Some(at + len)),
+                    Some(len) => other(at + len),
                     None => Ok(None),
                 };
             }
-            Ok(Some(at))
+            other(at)
         }
     }
 }
@@ -607,6 +688,46 @@ mod tests {
             ]
         );
         assert_eq!(&buf[..], b"$5\r\nhel");
+    }
+
+    #[test]
+    fn runs_of_many_frames_are_taken_whole_and_in_order() {
+        // More frames than one run holds, of every kind the first pass
+        // builds itself, then one cut short.
+        let kinds: [(&[u8], Frame); 6] = [
+            (b"+OK\r\n", Frame::SimpleString(Bytes::from_static(b"OK"))),
+            (
+                b"+PONG\r\n",
+                Frame::SimpleString(Bytes::from_static(b"PONG")),
+            ),
+            (b":-7\r\n", Frame::Integer(-7)),
+            (
+                b"$3\r\nabc\r\n",
+                Frame::BulkString(Bytes::from_static(b"abc")),
+            ),
+            (b"$-1\r\n", Frame::Null),
+            (
+                b"*1\r\n$0\r\n\r\n",
+                Frame::Array(vec![Frame::BulkString(Bytes::new())]),
+            ),
+        ];
+        let mut wire = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..100 {
+            let (bytes, frame) = &kinds[i % kinds.len()];
+            wire.extend_from_slice(bytes);
+            expected.push(frame.clone());
+        }
+        wire.extend_from_slice(b"$5\r\nhel");
+        let mut input = BytesMut::from(&wire[..]);
+        let mut frames = Vec::new();
+        take_frames(&mut input, ROOMY, |f| {
+            frames.push(f);
+            Ok::<(), CodecError>(())
+        })
+        .unwrap();
+        assert_eq!(frames, expected);
+        assert_eq!(&input[..], b"$5\r\nhel");
     }
 
     /// Found by the `resp` fuzz target: servers echo raw argument bytes in
@@ -938,7 +1059,7 @@ mod tests {
         // Every length at the edges of the one- and two-digit fast paths.
         let edges: Vec<Vec<u8>> = [9, 10, 99, 100, 999, 1000].map(|n| vec![b'y'; n]).into();
         let edges: Vec<&[u8]> = edges.iter().map(Vec::as_slice).collect();
-        let lines: [&[&[u8]]; 10] = [
+        let lines: [&[&[u8]]; 13] = [
             &[],
             &[b""],
             &[b"GET", b"k"],
@@ -949,6 +1070,10 @@ mod tests {
             &[&b"c"[..]; 100],
             &[&b"b"[..]; 101],
             &edges,
+            // Each edge first too, where the header has no line end before it.
+            &edges[1..],
+            &edges[2..],
+            &edges[3..],
         ];
         for args in lines {
             let frames: Vec<BorrowedFrame<'_>> =
