@@ -760,18 +760,27 @@ impl Inner {
     }
 
     /// What the replies of an attempt on `node` come to.
+    #[inline]
     pub(crate) fn judge(&self, frames: &[Frame], node: &Node) -> Verdict {
+        match frames.first() {
+            // Most replies: nothing to classify.
+            Some(first) if !matches!(first, Frame::Error(_)) => {
+                node.note_cluster_down(false);
+                Verdict::Answer
+            }
+            _ => self.judge_error(frames, node),
+        }
+    }
+
+    /// [`Self::judge`] for an error reply, or none.
+    #[inline(never)]
+    fn judge_error(&self, frames: &[Frame], node: &Node) -> Verdict {
         let Some(first) = frames.first() else {
             return Verdict::Fatal(Error::Protocol {
                 node: node.addr.to_string(),
                 detail: "no reply".into(),
             });
         };
-        if !matches!(first, Frame::Error(_)) {
-            // Most replies: nothing to classify.
-            node.note_cluster_down(false);
-            return Verdict::Answer;
-        }
         let classified = classify(first, &node.addr);
         node.note_cluster_down(matches!(
             classified,

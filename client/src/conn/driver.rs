@@ -613,21 +613,27 @@ impl Reader {
         let mut stray = None;
         let owed = {
             let mut state = shared.lock();
-            for frame in self.parsed.drain(..) {
+            let mut parsed = self.parsed.drain(..);
+            while parsed.len() > 0 {
                 let Some(slot) = state.slots.front() else {
-                    stray = Some(frame);
+                    stray = parsed.next();
                     break;
                 };
+                // The slot's replies (one at least), as many as came:
+                // moved at once.
+                let owed = slot.replies.max(1);
+                let wanted = owed.saturating_sub(self.frames.len());
                 if self.frames.is_empty() {
-                    self.frames.reserve_exact(slot.replies);
+                    self.frames.reserve_exact(wanted);
                 }
-                self.frames.push(frame);
-                if self.frames.len() >= slot.replies {
+                self.frames.extend(parsed.by_ref().take(wanted));
+                if self.frames.len() >= owed {
                     let slot = state.slots.pop_front().expect("a front slot");
                     self.answered_slots
                         .push((slot, Ok(std::mem::take(&mut self.frames))));
                 }
             }
+            drop(parsed);
             let now = Answered {
                 slots: self.answered_slots.len(),
                 owed: state.slots.len(),
