@@ -642,6 +642,17 @@ mod tests {
     use proptest::prelude::*;
     use redis_protocol::resp2::decode::decode_bytes_mut;
 
+    /// Every complete frame [`take_frames`] takes off `input`, in order.
+    fn taken(input: &mut BytesMut, limits: Limits) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        take_frames(input, limits, |f| {
+            frames.push(f);
+            Ok::<(), CodecError>(())
+        })
+        .unwrap();
+        frames
+    }
+
     const LIMITS: Limits = Limits {
         max_reply_bytes: 64,
     };
@@ -673,12 +684,7 @@ mod tests {
     #[test]
     fn every_complete_frame_is_taken_and_the_rest_stays() {
         let mut buf = BytesMut::from(&b"$-1\r\n*2\r\n:1\r\n-ERR x\r\n*-1\r\n$5\r\nhel"[..]);
-        let mut frames = Vec::new();
-        take_frames(&mut buf, LIMITS, |f| {
-            frames.push(f);
-            Ok::<(), CodecError>(())
-        })
-        .unwrap();
+        let frames = taken(&mut buf, LIMITS);
         assert_eq!(
             frames,
             vec![
@@ -720,12 +726,7 @@ mod tests {
         }
         wire.extend_from_slice(b"$5\r\nhel");
         let mut input = BytesMut::from(&wire[..]);
-        let mut frames = Vec::new();
-        take_frames(&mut input, ROOMY, |f| {
-            frames.push(f);
-            Ok::<(), CodecError>(())
-        })
-        .unwrap();
+        let frames = taken(&mut input, ROOMY);
         assert_eq!(frames, expected);
         assert_eq!(&input[..], b"$5\r\nhel");
     }
@@ -737,12 +738,7 @@ mod tests {
     #[test]
     fn error_text_that_is_not_utf8_is_read_lossily() {
         let mut input = BytesMut::from(&b"-MOVED 3443 12\xff.0.0.1:7001\r\n+OK\r\n"[..]);
-        let mut frames = Vec::new();
-        take_frames(&mut input, LIMITS, |f| {
-            frames.push(f);
-            Ok::<(), CodecError>(())
-        })
-        .unwrap();
+        let frames = taken(&mut input, LIMITS);
         assert_eq!(
             frames,
             [
@@ -899,12 +895,7 @@ mod tests {
             |1\r\n+key-popularity\r\n%1\r\n$1\r\na\r\n,0.1923\r\n*1\r\n:2\r\n\
             >2\r\n+message\r\n+x\r\n";
         let mut input = BytesMut::from(&wire[..]);
-        let mut frames = Vec::new();
-        take_frames(&mut input, ROOMY, |f| {
-            frames.push(f);
-            Ok::<(), CodecError>(())
-        })
-        .unwrap();
+        let frames = taken(&mut input, ROOMY);
         assert!(input.is_empty());
         assert_eq!(
             frames,
@@ -993,11 +984,7 @@ mod tests {
         for to in points {
             input.extend_from_slice(&wire[from..to]);
             from = to;
-            take_frames(&mut input, ROOMY, |f| {
-                frames.push(f);
-                Ok::<(), CodecError>(())
-            })
-            .unwrap();
+            frames.extend(taken(&mut input, ROOMY));
         }
         (frames, input.len())
     }
