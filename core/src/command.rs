@@ -342,8 +342,10 @@ const NO_COMMAND: u8 = u8::MAX;
 type Words = [u64; MAX_NAME / 8];
 const _: () = assert!(MAX_NAME / 8 == 4, "slot_of mixes four words");
 
-/// Every command's name as [`Words`], by command number.
-static NAME_WORDS: [Words; TABLE.len()] = table_words(&TABLE);
+/// Every command's name as [`Words`], by command number: for building
+/// [`INDEX`] only (a table of them in the binary cost the wasm module
+/// 1.6 KB gzipped; a name met in the index is read as words instead).
+const NAME_WORDS: [Words; TABLE.len()] = table_words(&TABLE);
 
 /// Command number by the hash of its name's [`Words`] (open addressing,
 /// linear probing), built at compile time: a name costs one hash and one
@@ -365,7 +367,7 @@ const fn lower(word: u64) -> u64 {
 
 /// The first `n` bytes of `bytes` (`n` at most eight) as a little-endian
 /// word, zero after them: whole-word or overlapping reads, no loop.
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 fn read_word(bytes: &[u8], n: usize) -> u64 {
     let u32_at = |at: usize| {
         bytes
@@ -385,8 +387,21 @@ fn read_word(bytes: &[u8], n: usize) -> u64 {
     }
 }
 
+/// Whether the table's `name` (lowercase) is `typed`, word by word,
+/// read where it lies (no table of words in the binary).
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+fn is_named(name: &[u8], typed: &Words) -> bool {
+    typed
+        .iter()
+        .enumerate()
+        .take(name.len().div_ceil(8))
+        .all(|(i, &word)| {
+            let rest = name.get(i * 8..).unwrap_or_default();
+            read_word(rest, rest.len()) == word
+        })
+}
+
 /// `name` (at most [`MAX_NAME`] bytes) as [`Words`].
-#[inline(always)]
 fn words(name: &[u8]) -> Words {
     let mut words = [0; MAX_NAME / 8];
     for (i, word) in words.iter_mut().enumerate().take(name.len().div_ceil(8)) {
@@ -462,7 +477,7 @@ fn find_long_command(name: &[u8]) -> Option<&'static Spec> {
 }
 
 /// The command whose name is `typed`, `len` bytes long.
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 fn find_words(typed: &Words, len: usize) -> Option<&'static Spec> {
     let mut slot = slot_of(typed, len);
     loop {
@@ -470,7 +485,7 @@ fn find_words(typed: &Words, len: usize) -> Option<&'static Spec> {
         let spec = COMMANDS.get(number)?;
         // Whole words: both are zero past the name (its length tells a
         // name from the same name and a NUL).
-        if NAME_WORDS[number] == *typed && spec.name.len() == len {
+        if spec.name.len() == len && is_named(spec.name.as_bytes(), typed) {
             return Some(spec);
         }
         slot = (slot + 1) % INDEX_SLOTS;
