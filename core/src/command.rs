@@ -342,16 +342,11 @@ const NO_COMMAND: u8 = u8::MAX;
 type Words = [u64; MAX_NAME / 8];
 const _: () = assert!(MAX_NAME / 8 == 4, "slot_of mixes four words");
 
-/// Every command's name as [`Words`], by command number: for building
-/// [`INDEX`] only (a table of them in the binary cost the wasm module
-/// 1.6 KB gzipped; a name met in the index is read as words instead).
-const NAME_WORDS: [Words; TABLE.len()] = table_words(&TABLE);
-
 /// Command number by the hash of its name's [`Words`] (open addressing,
 /// linear probing), built at compile time: a name costs one hash and one
 /// compare where a binary search over the table costs eight compares and
 /// as many mispredicted branches.
-static INDEX: [u8; INDEX_SLOTS] = build_index(&NAME_WORDS);
+static INDEX: [u8; INDEX_SLOTS] = build_index();
 
 /// Each byte of `word` that is an ASCII capital, lowered; the others as
 /// they are (eight at once: no byte's sum carries into the next).
@@ -368,21 +363,34 @@ const fn lower(word: u64) -> u64 {
 /// The first `n` bytes of `bytes` (`n` at most eight) as a little-endian
 /// word, zero after them: whole-word or overlapping reads, no loop.
 #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-fn read_word(bytes: &[u8], n: usize) -> u64 {
-    let u32_at = |at: usize| {
-        bytes
-            .get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, |b: [u8; 4]| u64::from(u32::from_le_bytes(b)))
-    };
-    let byte = |at: usize| bytes.get(at).map_or(0, |&b| u64::from(b));
+const fn read_word(bytes: &[u8], n: usize) -> u64 {
+    const fn u32_at(bytes: &[u8], at: usize) -> u64 {
+        match bytes.split_at_checked(at) {
+            Some((_, rest)) => match rest.first_chunk::<4>() {
+                Some(four) => u32::from_le_bytes(*four) as u64,
+                None => 0,
+            },
+            None => 0,
+        }
+    }
+    const fn byte(bytes: &[u8], at: usize) -> u64 {
+        if at < bytes.len() {
+            bytes[at] as u64
+        } else {
+            0
+        }
+    }
     match n {
-        8.. => bytes
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_le_bytes),
-        4..=7 => u32_at(0) | u32_at(n - 4) << (8 * (n - 4)),
-        1..=3 => byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1)),
+        8.. => match bytes.first_chunk::<8>() {
+            Some(eight) => u64::from_le_bytes(*eight),
+            None => 0,
+        },
+        4..=7 => u32_at(bytes, 0) | u32_at(bytes, n - 4) << (8 * (n - 4)),
+        1..=3 => {
+            byte(bytes, 0)
+                | byte(bytes, n / 2) << (8 * (n / 2))
+                | byte(bytes, n - 1) << (8 * (n - 1))
+        }
         0 => 0,
     }
 }
@@ -401,12 +409,16 @@ fn is_named(name: &[u8], typed: &Words) -> bool {
         })
 }
 
-/// `name` (at most [`MAX_NAME`] bytes) as [`Words`].
-fn words(name: &[u8]) -> Words {
+/// `name` (at most [`MAX_NAME`] bytes) as [`Words`]: at run time for a
+/// long name typed, at compile time for every name of the table.
+const fn words(name: &[u8]) -> Words {
     let mut words = [0; MAX_NAME / 8];
-    for (i, word) in words.iter_mut().enumerate().take(name.len().div_ceil(8)) {
-        let rest = name.get(i * 8..).unwrap_or_default();
-        *word = lower(read_word(rest, rest.len()));
+    let mut i = 0;
+    while i < words.len() {
+        if let Some((_, rest)) = name.split_at_checked(i * 8) {
+            words[i] = lower(read_word(rest, rest.len()));
+        }
+        i += 1;
     }
     words
 }
@@ -422,23 +434,7 @@ const fn slot_of(words: &Words, len: usize) -> usize {
     (mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - INDEX_SLOTS.trailing_zeros())) as usize
 }
 
-const fn table_words(table: &[Spec]) -> [Words; TABLE.len()] {
-    let mut all = [[0; MAX_NAME / 8]; TABLE.len()];
-    let mut i = 0;
-    while i < table.len() {
-        let name = table[i].name.as_bytes();
-        assert!(name.len() <= MAX_NAME, "names fit MAX_NAME");
-        let mut at = 0;
-        while at < name.len() {
-            all[i][at / 8] |= (name[at].to_ascii_lowercase() as u64) << (8 * (at % 8));
-            at += 1;
-        }
-        i += 1;
-    }
-    all
-}
-
-const fn build_index(words: &[Words; TABLE.len()]) -> [u8; INDEX_SLOTS] {
+const fn build_index() -> [u8; INDEX_SLOTS] {
     assert!(
         TABLE.len() < NO_COMMAND as usize,
         "command numbers fit a u8"
@@ -446,7 +442,9 @@ const fn build_index(words: &[Words; TABLE.len()]) -> [u8; INDEX_SLOTS] {
     let mut index = [NO_COMMAND; INDEX_SLOTS];
     let mut i = 0;
     while i < TABLE.len() {
-        let mut slot = slot_of(&words[i], TABLE[i].name.len());
+        let name = TABLE[i].name.as_bytes();
+        assert!(name.len() <= MAX_NAME, "names fit MAX_NAME");
+        let mut slot = slot_of(&words(name), name.len());
         while index[slot] != NO_COMMAND {
             slot = (slot + 1) % INDEX_SLOTS;
         }
