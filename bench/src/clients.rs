@@ -217,8 +217,9 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
         ),
     );
     html.push_str(
-        "<p>Per operation: CPU time (this process's <code>getrusage</code>), system calls by kind \
-         (kernel tracepoints: send = <code>sendto</code>/<code>write</code>/<code>writev</code>, \
+        "<p>Per operation: CPU time (this process's <code>getrusage</code>, in runs with no \
+         tracepoint attached), system calls by kind (kernel tracepoints, in a run of their own: \
+         they cost the kernel time per call; send = <code>sendto</code>/<code>write</code>/<code>writev</code>, \
          recv = <code>recvfrom</code>/<code>read</code>, epoll = <code>epoll_wait</code>), context \
          switches, and user-space instructions under callgrind (one current-thread runtime, \
          warm-up left out). The last column is Zaris over the best peer in each count.</p>\n\
