@@ -24,7 +24,7 @@
 //! calls by kind (send, recv, epoll, futex: kernel tracepoints) and its
 //! context switches (`getrusage`): counts that noise barely moves, where
 //! CPU time swings. The tracepoints are not free: each call they count
-//! costs the kernel 1.4-1.8 µs more on a 2-core VM, charged to the client
+//! costs the kernel 1.4-2.3 µs more on a 2-core VM, charged to the client
 //! as system time. So system calls are counted in a turn of their own
 //! after the timed rounds, and no CPU time is taken from that turn.
 //!

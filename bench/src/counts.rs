@@ -5,7 +5,7 @@
 //!   (`syscalls:sys_enter_*`) through `perf_event_open`, in counting mode
 //!   (no samples, no ptrace: far cheaper than `strace`), on every thread of
 //!   this process and every thread those threads start while the counters
-//!   are open. Still, each call counted costs the kernel more (1.4-1.8 µs
+//!   are open. Still, each call counted costs the kernel more (1.4-2.3 µs
 //!   on a 2-core VM), so the bench takes no CPU time from a counted run.
 //! - Context switches come from `getrusage` (`ru_nvcsw`, `ru_nivcsw`).
 //! - Instructions come from callgrind's totals ([`callgrind_total`]): the
