@@ -395,6 +395,15 @@ const fn read_word(bytes: &[u8], n: usize) -> u64 {
     }
 }
 
+/// Word `i` of `name` as it lies (not lowered): zero past its end.
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+const fn word_at(name: &[u8], i: usize) -> u64 {
+    match name.split_at_checked(i * 8) {
+        Some((_, rest)) => read_word(rest, rest.len()),
+        None => 0,
+    }
+}
+
 /// Whether the table's `name` (lowercase) is `typed`, word by word,
 /// read where it lies (no table of words in the binary).
 #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
@@ -403,10 +412,7 @@ fn is_named(name: &[u8], typed: &Words) -> bool {
         .iter()
         .enumerate()
         .take(name.len().div_ceil(8))
-        .all(|(i, &word)| {
-            let rest = name.get(i * 8..).unwrap_or_default();
-            read_word(rest, rest.len()) == word
-        })
+        .all(|(i, &word)| word_at(name, i) == word)
 }
 
 /// `name` (at most [`MAX_NAME`] bytes) as [`Words`]: at run time for a
@@ -415,9 +421,7 @@ const fn words(name: &[u8]) -> Words {
     let mut words = [0; MAX_NAME / 8];
     let mut i = 0;
     while i < words.len() {
-        if let Some((_, rest)) = name.split_at_checked(i * 8) {
-            words[i] = lower(read_word(rest, rest.len()));
-        }
+        words[i] = lower(word_at(name, i));
         i += 1;
     }
     words
