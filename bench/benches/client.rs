@@ -58,6 +58,9 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 const CLIENTS: [&str; 3] = ["zaris", "fred", "redis-rs"];
 
+/// The timed phases' runtime: two worker threads, one per core here.
+const WORKERS: usize = 2;
+
 #[derive(Clone)]
 enum Driver {
     Zaris(Client),
@@ -829,12 +832,14 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
 /// `--quick`: one 1 s run per client; `--seconds N`, `--rounds N` (turns
 /// each client takes); `--only NAME`: one client;
 /// `--tasks N`: one concurrency; `--batch N`, `--in-flight N`: one
-/// pipeline shape; `--no-single`, `--no-pipeline`,
+/// pipeline shape; `--workers N`: the runtime's worker threads (default
+/// [`WORKERS`]; a run with another count is not recorded, so that the
+/// history compares like with like); `--no-single`, `--no-pipeline`,
 /// `--no-instructions`, `--no-failover`: skip a phase; `--keep-profiles`:
 /// keep the callgrind profiles (`target/bench-client/callgrind/`).
 /// The run's rows: into `target/bench-client/last.json` always, and into
 /// `bench/client-history.jsonl` (the dashboard's client page) unless the run
-/// was quick (noisier) or asked not to be recorded.
+/// was quick (noisier), on another runtime, or asked not to be recorded.
 fn save(server: &str, cores: usize, rows: Vec<zaris_bench::clients::ClientRow>, scratch: bool) {
     if rows.is_empty() {
         return;
@@ -862,7 +867,7 @@ fn save(server: &str, cores: usize, rows: Vec<zaris_bench::clients::ClientRow>, 
         println!("could not write target/bench-client/last.json: {e}");
     }
     if scratch {
-        println!("   (not recorded: --quick or --no-record; the rows are in target/bench-client/last.json)");
+        println!("   (not recorded: --quick, --no-record or --workers; the rows are in target/bench-client/last.json)");
         return;
     }
     let history = root.join("bench/client-history.jsonl");
@@ -934,12 +939,18 @@ fn main() {
         .collect();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let server = zaris_tests::server_binary();
+    let workers: usize = match flag("--workers") {
+        Some(n) => n.parse().expect("--workers takes a number"),
+        None => WORKERS,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .expect("runtime");
-    println!("==> a local cluster ({server}: 3 masters, 3 replicas) on {cores} cores");
+    println!(
+        "==> a local cluster ({server}: 3 masters, 3 replicas) on {cores} cores; the clients on a {workers}-thread runtime"
+    );
     let cluster = Cluster::start(&server, 3, 1).expect("cluster");
     let seeds = cluster.addrs();
     let drivers: Vec<Driver> = names
@@ -1111,7 +1122,7 @@ fn main() {
         &server,
         cores,
         recorded,
-        has("--quick") || has("--no-record"),
+        has("--quick") || has("--no-record") || workers != WORKERS,
     );
 
     if has("--no-failover") {
