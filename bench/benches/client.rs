@@ -28,6 +28,18 @@
 //! as system time. So system calls are counted in a turn of their own
 //! after the timed rounds, and no CPU time is taken from that turn.
 //!
+//! Fewer system calls need not mean less system time. At 16 tasks a
+//! client's system time goes on sleeping and waking:
+//! - its sends wake the node that reads them (the loopback runs the node's
+//!   receive in the sender's call);
+//! - its workers park in `epoll_wait` and `futex`.
+//!
+//! These wakeups come per operation, not per call, so they are the same for
+//! every client. `perf record -e sched:sched_wakeup -a` during a
+//! `--only NAME --tasks 16` run shows it: Zaris's threads wake 0.17 nodes and
+//! 0.11 of their own threads per operation, and redis-rs's 0.16 and 0.11,
+//! although Zaris makes 0.79x redis-rs's calls.
+//!
 //! In phases 1 and 2 the clients take turns (three rounds of 2 s each, then
 //! the counted turn), so a noisy neighbour hurts them alike, and each
 //! figure is the median of a client's rounds.

@@ -20,7 +20,7 @@ use zaris_core::{
 
 use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
-use crate::conn::ConnError;
+use crate::conn::{ConnError, FAR};
 use crate::gate::Refreshed;
 use crate::inner::Inner;
 use crate::metrics;
@@ -199,6 +199,9 @@ impl Inner {
             deliver(i, result);
         };
         let started = Instant::now();
+        // When this round is sent: the first goes out as the request
+        // starts (one clock read serves both); a later one after its wait.
+        let mut sending = started;
         let mut round: SmallVec<[InFlight; 1]> = (0..requests.count())
             .map(|index| InFlight {
                 index,
@@ -219,12 +222,15 @@ impl Inner {
             // heap, and move it there, for nothing to join.
             let sent: SmallVec<[_; 1]> = match &batches[..] {
                 [batch] => {
-                    smallvec::smallvec![self.send_batch(batch, requests, &round, started).await]
+                    smallvec::smallvec![
+                        self.send_batch(batch, requests, &round, started, sending)
+                            .await
+                    ]
                 }
                 _ => join_all(
                     batches
                         .iter()
-                        .map(|batch| self.send_batch(batch, requests, &round, started)),
+                        .map(|batch| self.send_batch(batch, requests, &round, started, sending)),
                 )
                 .await
                 .into(),
@@ -316,6 +322,7 @@ impl Inner {
                     Some(until) if wait.is_empty() => self.until_routable(&unroutable, until).await,
                     _ => self.wait_out(wait).await,
                 }
+                sending = Instant::now();
             }
             round = next;
         }
@@ -557,8 +564,9 @@ impl Inner {
         requests: &R,
         round: &[InFlight],
         started: Instant,
+        now: Instant,
     ) -> Result<Frames, ConnError> {
-        let until = Instant::now() + self.attempt_time(batch, started);
+        let until = self.attempt_until(batch, started, now);
         // The slots the map may move, for the slow paths below.
         let slots = || -> SmallVec<[u16; 1]> {
             batch
@@ -636,21 +644,19 @@ impl Inner {
         }
     }
 
-    /// How long the batch's attempt may take, from now: the attempt
+    /// When the batch's attempt, sent `now`, gives up: after the attempt
     /// time-out (a blocking command's own bound instead), never past the
     /// tightest of its members' deadlines.
-    fn attempt_time(&self, batch: &Batch, started: Instant) -> Duration {
-        // Every member's, reckoned once.
-        let deadline = self.deadline_of(started);
+    fn attempt_until(&self, batch: &Batch, started: Instant, now: Instant) -> Instant {
         // A blocking command, alone in its batch, may wait its whole deadline.
         let limit = if batch.dedicated {
             BLOCKING_WITHOUT_DEADLINE
         } else {
             self.config.attempt_timeout
         };
-        deadline.map_or(limit, |d| {
-            d.saturating_duration_since(Instant::now()).min(limit)
-        })
+        // Every member's deadline, reckoned once.
+        let until = now + limit.min(FAR);
+        self.deadline_of(started).map_or(until, |d| d.min(until))
     }
 
     /// Resolves, saying where the slot went, once the map names another

@@ -40,7 +40,7 @@ const READ_CHUNK: usize = 64 * 1024;
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 
 /// A deadline past any time-out a caller sets (`Duration::MAX` included).
-const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 type Reply = Result<Frames, ConnError>;
 

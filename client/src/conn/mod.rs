@@ -7,7 +7,7 @@ mod driver;
 
 pub use dial::Credentials;
 pub(crate) use dial::{authenticate, connect, open, AddressMap, ConnOptions, CredentialsSource};
-pub(crate) use driver::{Connection, Stream};
+pub(crate) use driver::{Connection, Stream, FAR};
 
 use zaris_core::TransportFailure;
 
