@@ -28,15 +28,18 @@
 //! as system time. So system calls are counted in a turn of their own
 //! after the timed rounds, and no CPU time is taken from that turn.
 //!
-//! Fewer system calls need not mean less system time. At 16 tasks a
-//! client's system time goes on sleeping and waking:
+//! The counted turn also counts the sleeping threads the client's threads
+//! wake (the scheduler's `sched:sched_waking` tracepoint, which fires in
+//! the waker's context), because fewer system calls need not mean less
+//! system time. At 16 tasks a client's system time goes on sleeping and
+//! waking:
 //! - its sends wake the node that reads them (the loopback runs the node's
 //!   receive in the sender's call);
-//! - its workers park in `epoll_wait` and `futex`.
+//! - its workers park in `epoll_wait` and `futex`, and wake each other.
 //!
-//! These wakeups come per operation, not per call, so they are the same for
-//! every client. `perf record -e sched:sched_wakeup -a` during a
-//! `--only NAME --tasks 16` run shows it: Zaris's threads wake 0.17 nodes and
+//! Those wake-ups come per operation, not per call, and are about the same
+//! for every client: a `perf record -e sched:sched_wakeup -a` of a
+//! `--only NAME --tasks 16` run shows Zaris's threads waking 0.17 nodes and
 //! 0.11 of their own threads per operation, and redis-rs's 0.16 and 0.11,
 //! although Zaris makes 0.79x redis-rs's calls.
 //!
@@ -993,6 +996,7 @@ fn main() {
                 recvs_per_op: s.syscalls.map(|c| c.recv),
                 epoll_waits_per_op: s.syscalls.map(|c| c.epoll),
                 futexes_per_op: s.syscalls.map(|c| c.futex),
+                wakeups_per_op: s.syscalls.and_then(|c| c.wakeups),
                 switches_per_op: Some(s.switches),
                 instructions_per_op: None,
             });
@@ -1251,6 +1255,8 @@ struct SyscallsPerOp {
     recv: f64,
     epoll: f64,
     futex: f64,
+    /// Sleeping threads woken (not system calls), where counted.
+    wakeups: Option<f64>,
 }
 
 /// Each turn of a phase: `rounds` timed (`false`), then one with system
@@ -1298,6 +1304,10 @@ impl Summary {
                 recv: count(|s| s.recv),
                 epoll: count(|s| s.epoll),
                 futex: count(|s| s.futex),
+                wakeups: counted
+                    .iter()
+                    .all(|(_, c)| c.syscalls.is_some_and(|s| s.wakeups.is_some()))
+                    .then(|| count(|s| s.wakeups.unwrap_or(0))),
             }),
             switches: of(&|l, c| (c.switches.0 + c.switches.1) as f64 / l.ops.max(1) as f64),
             voluntary: of(&|l, c| c.switches.0 as f64 / l.ops.max(1) as f64),
@@ -1306,7 +1316,7 @@ impl Summary {
 }
 
 /// Each client's counts per operation in one scenario: system calls by
-/// kind and context switches.
+/// kind, context switches and the sleeping threads it woke.
 fn print_counts(label: &str, results: &[Summary]) {
     for s in results {
         let calls = s.syscalls.map_or_else(
@@ -1318,8 +1328,12 @@ fn print_counts(label: &str, results: &[Summary]) {
                 )
             },
         );
+        let woke = s
+            .syscalls
+            .and_then(|c| c.wakeups)
+            .map_or_else(String::new, |w| format!("; threads woken {w:.3}"));
         println!(
-            "{label:>6} {:>9}  per op: {calls}; context switches {:.3} ({:.3} voluntary)",
+            "{label:>6} {:>9}  per op: {calls}; context switches {:.3} ({:.3} voluntary){woke}",
             s.name, s.switches, s.voluntary
         );
     }

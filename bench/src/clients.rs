@@ -66,6 +66,10 @@ pub struct ClientRow {
     /// Thread parks and wake-ups (`futex`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub futexes_per_op: Option<f64>,
+    /// Sleeping threads the client's threads woke per operation (the
+    /// servers' and its own; `sched:sched_waking`): not system calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups_per_op: Option<f64>,
     /// Context switches per operation, voluntary and involuntary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches_per_op: Option<f64>,
@@ -221,12 +225,14 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
          tracepoint attached), system calls by kind (kernel tracepoints, in a run of their own: \
          they cost the kernel time per call; send = <code>sendto</code>/<code>write</code>/<code>writev</code>, \
          recv = <code>recvfrom</code>/<code>read</code>, epoll = <code>epoll_wait</code>), context \
-         switches, and user-space instructions under callgrind (one current-thread runtime, \
+         switches, the sleeping threads the client woke (the servers' and its own: the \
+         scheduler's <code>sched_waking</code> tracepoint, in the same run; at 16 tasks these, \
+         not the number of calls, set the system time), and user-space instructions under callgrind (one current-thread runtime, \
          warm-up left out). The last column is Zaris over the best peer in each count.</p>\n\
          <div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"latest client run\">\
          <table id=\"client-latest\"><tr><th>scenario</th><th>client</th><th>ops/s</th>\
          <th>CPU µs/op</th><th>user</th><th>system</th><th>syscalls</th><th>send</th><th>recv</th>\
-         <th>epoll</th><th>futex</th><th>switches</th><th>instructions</th><th>vs best peer</th></tr>\n",
+         <th>epoll</th><th>futex</th><th>switches</th><th>woken</th><th>instructions</th><th>vs best peer</th></tr>\n",
     );
     let cell = |value: Option<f64>, digits: usize| {
         value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
@@ -245,7 +251,7 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
                 &mut html,
                 format_args!(
                     "<tr><td>{}</td><td>{client}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{versus}</td></tr>\n",
+                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{versus}</td></tr>\n",
                     escape(scenario),
                     row.ops_per_sec,
                     row.cpu_us_per_op,
@@ -257,6 +263,7 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
                     cell(row.epoll_waits_per_op, 2),
                     cell(row.futexes_per_op, 2),
                     cell(row.switches_per_op, 2),
+                    cell(row.wakeups_per_op, 2),
                     cell(row.instructions_per_op, 0),
                 ),
             );
@@ -266,11 +273,14 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let commits: Vec<&str> = runs.iter().map(ClientRun::short_commit).collect();
     for scenario in latest.scenarios() {
-        let metrics: [(&str, &str, Metric); 5] = [
+        let metrics: [(&str, &str, Metric); 6] = [
             ("ops", "ops/s", |r| Some(r.ops_per_sec)),
             ("cpu", "client CPU µs/op", |r| Some(r.cpu_us_per_op)),
             ("syscalls", "system calls per op", |r| r.syscalls_per_op),
             ("switches", "context switches per op", |r| r.switches_per_op),
+            ("woken", "sleeping threads woken per op", |r| {
+                r.wakeups_per_op
+            }),
             ("instructions", "user-space instructions per op", |r| {
                 r.instructions_per_op
             }),
@@ -327,6 +337,7 @@ mod tests {
             epoll_waits_per_op: Some(1.0),
             futexes_per_op: Some(if client == "zaris" { 0.0 } else { 1.0 }),
             switches_per_op: Some(1.0),
+            wakeups_per_op: Some(0.5),
             instructions_per_op: Some(cpu * 1000.0),
         };
         ClientRun {
@@ -368,6 +379,7 @@ mod tests {
             "client-1-task-cpu.svg",
             "client-1-task-syscalls.svg",
             "client-1-task-switches.svg",
+            "client-1-task-woken.svg",
             "client-1-task-instructions.svg",
             "client-pipelines-100-x-1-cpu.svg",
         ] {

@@ -7,6 +7,10 @@
 //!   this process and every thread those threads start while the counters
 //!   are open. Still, each call counted costs the kernel more (1.4-2.3 µs
 //!   on a 2-core VM), so the bench takes no CPU time from a counted run.
+//! - Wake-ups come from the scheduler's `sched:sched_waking` tracepoint,
+//!   counted the same way: it fires in the waker's context, whenever one of
+//!   this process's threads wakes a sleeping thread (a node's server thread
+//!   that its send woke, or one of its own parked threads).
 //! - Context switches come from `getrusage` (`ru_nvcsw`, `ru_nivcsw`).
 //! - Instructions come from callgrind's totals ([`callgrind_total`]): the
 //!   bench runs each client in a child under
@@ -49,7 +53,16 @@ pub struct Syscalls {
     pub epoll: u64,
     /// Thread parks and wake-ups: `futex`.
     pub futex: u64,
+    /// Not system calls, and not in `total`: the sleeping threads this
+    /// process's threads woke (`sched:sched_waking`), of the servers and
+    /// its own; `None` where the kernel has no such tracepoint.
+    #[serde(default)]
+    pub wakeups: Option<u64>,
 }
+
+/// What a counter adds to, beyond [`KINDS`]' kinds.
+const TOTAL: usize = KINDS.len();
+const WAKEUPS: usize = KINDS.len() + 1;
 
 impl Syscalls {
     fn kind_mut(&mut self, kind: usize) -> &mut u64 {
@@ -58,6 +71,7 @@ impl Syscalls {
             1 => &mut self.recv,
             2 => &mut self.epoll,
             3 => &mut self.futex,
+            WAKEUPS => self.wakeups.get_or_insert(0),
             _ => &mut self.total,
         }
     }
@@ -167,7 +181,8 @@ fn read_count(fd: &OwnedFd) -> u64 {
 
 /// Counters of system calls open on every thread of this process.
 pub struct SyscallCounter {
-    /// A counter and the kind it adds to (`KINDS.len()`: the total).
+    /// A counter and the kind it adds to (a [`KINDS`] index, [`TOTAL`]
+    /// or [`WAKEUPS`]).
     counters: Vec<(usize, OwnedFd)>,
 }
 
@@ -183,13 +198,16 @@ impl SyscallCounter {
         let dir = events_dir()?;
         let raw = tracepoint_id(&dir.join(".."), "raw_syscalls/sys_enter")
             .ok_or("no raw_syscalls:sys_enter tracepoint")?;
-        let mut events: Vec<(usize, u64)> = vec![(KINDS.len(), raw)];
+        let mut events: Vec<(usize, u64)> = vec![(TOTAL, raw)];
         for (kind, (_, names)) in KINDS.iter().enumerate() {
             for name in *names {
                 if let Some(id) = tracepoint_id(&dir, &format!("sys_enter_{name}")) {
                     events.push((kind, id));
                 }
             }
+        }
+        if let Some(id) = tracepoint_id(&dir.join(".."), "sched/sched_waking") {
+            events.push((WAKEUPS, id));
         }
         let threads: Vec<libc::pid_t> = fs::read_dir("/proc/self/task")
             .map_err(|e| format!("listing this process's threads: {e}"))?
@@ -317,6 +335,50 @@ mod tests {
         assert!(
             counts.send < 150 && counts.recv < 150,
             "nothing else reads or writes much here: {counts:?}"
+        );
+    }
+
+    /// A ping-pong between two threads: a write mostly finds the other
+    /// asleep in its read, so the counters see about one wake-up per write.
+    #[test]
+    fn wakeups_of_sleeping_threads_are_counted() {
+        let counter = match SyscallCounter::start() {
+            Ok(counter) => counter,
+            Err(e) if !is_root() => {
+                eprintln!("not root, so no tracepoints: {e}");
+                return;
+            }
+            Err(e) => panic!("root, yet no counters: {e}"),
+        };
+        use std::io::{Read, Write};
+        let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let echo = std::thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            for _ in 0..100 {
+                b.read_exact(&mut byte).unwrap();
+                b.write_all(&byte).unwrap();
+            }
+        });
+        let mut byte = [0u8; 1];
+        for _ in 0..100 {
+            // Time for the echo thread to fall asleep in its read.
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            a.write_all(b"x").unwrap();
+            a.read_exact(&mut byte).unwrap();
+        }
+        echo.join().unwrap();
+        let counts = counter.stop();
+        let Some(wakeups) = counts.wakeups else {
+            eprintln!("this kernel has no sched:sched_waking tracepoint");
+            return;
+        };
+        // 200 writes, nearly all to a reader asleep (the echo thread's
+        // reads, and this thread's while the echo wakes); the sleeps'
+        // timers may add some.
+        assert!((150..600).contains(&wakeups), "{counts:?}");
+        assert!(
+            counts.total < 2_000,
+            "wake-ups are not system calls: {counts:?}"
         );
     }
 

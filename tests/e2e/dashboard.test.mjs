@@ -129,8 +129,8 @@ test('the client page charts every recorded bench-client run, per scenario', asy
     const rows = await page.locator('#client-latest tr').count();
     assert.equal(rows, latest.rows.length + 1, 'a header and a row per scenario and client');
     const scenarios = [...new Set(latest.rows.map((r) => r.scenario))];
-    // ops/s, CPU, system calls, context switches and instructions.
-    assert.equal(await page.locator('figure img').count(), scenarios.length * 5, 'five charts per scenario');
+    // ops/s, CPU, system calls, context switches, threads woken and instructions.
+    assert.equal(await page.locator('figure img').count(), scenarios.length * 6, 'six charts per scenario');
     for (const img of await page.locator('figure img').all()) {
       const size = await img.evaluate(async (el) => { await el.decode(); return [el.naturalWidth, el.naturalHeight]; });
       assert.deepEqual(size, [760, 440]);
@@ -142,7 +142,8 @@ test('the client page charts every recorded bench-client run, per scenario', asy
     const cells = page.locator('#client-latest tr', { hasText: zaris.scenario }).first().locator('td');
     const count = (value, digits) => (value == null ? '–' : value.toFixed(digits));
     assert.equal(await cells.nth(6).textContent(), count(zaris.syscalls_per_op, 2), 'syscalls per op');
-    assert.equal(await cells.nth(12).textContent(), count(zaris.instructions_per_op, 0), 'instructions per op');
+    assert.equal(await cells.nth(12).textContent(), count(zaris.wakeups_per_op, 2), 'threads woken per op');
+    assert.equal(await cells.nth(13).textContent(), count(zaris.instructions_per_op, 0), 'instructions per op');
   }
   assert.deepEqual(await seriousViolations(page), [], 'the client page');
   await page.goBack();
