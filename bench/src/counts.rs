@@ -305,13 +305,8 @@ mod tests {
     /// this test.
     #[test]
     fn system_calls_are_counted_by_kind_on_every_thread() {
-        let counter = match SyscallCounter::start() {
-            Ok(counter) => counter,
-            Err(e) if !is_root() => {
-                eprintln!("not root, so no syscall tracepoints: {e}");
-                return;
-            }
-            Err(e) => panic!("root, yet no syscall counters: {e}"),
+        let Some(counter) = counter() else {
+            return;
         };
         let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         use std::io::{Read, Write};
@@ -342,13 +337,8 @@ mod tests {
     /// asleep in its read, so the counters see about one wake-up per write.
     #[test]
     fn wakeups_of_sleeping_threads_are_counted() {
-        let counter = match SyscallCounter::start() {
-            Ok(counter) => counter,
-            Err(e) if !is_root() => {
-                eprintln!("not root, so no tracepoints: {e}");
-                return;
-            }
-            Err(e) => panic!("root, yet no counters: {e}"),
+        let Some(counter) = counter() else {
+            return;
         };
         use std::io::{Read, Write};
         let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -380,6 +370,19 @@ mod tests {
             counts.total < 2_000,
             "wake-ups are not system calls: {counts:?}"
         );
+    }
+
+    /// Counters on this process; `None` (and why, printed) where the
+    /// kernel refuses them to a user who is not root. Root must get them.
+    fn counter() -> Option<SyscallCounter> {
+        match SyscallCounter::start() {
+            Ok(counter) => Some(counter),
+            Err(e) if !is_root() => {
+                eprintln!("not root, so no tracepoints: {e}");
+                None
+            }
+            Err(e) => panic!("root, yet no counters: {e}"),
+        }
     }
 
     fn is_root() -> bool {
