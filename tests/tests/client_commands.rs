@@ -5,6 +5,7 @@
 //!   `MOVED`, no `ASK`, no refresh in steady state, and the data sits on
 //!   the node `CLUSTER SHARDS` names.
 //! - Bad command lines are typed errors and send nothing.
+//! - A client with no deadline and an endless attempt time-out works.
 //! - A 1,000-command pipeline answers in order; again while a slot
 //!   migrates (`ASK` and `TRYAGAIN` met) and while a master fails over,
 //!   with every acknowledged write read back.
@@ -87,6 +88,26 @@ fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
         }
 
         rt.block_on(bad_lines(&client, &server));
+
+        // No deadline and an attempt time-out past any clock: a request's
+        // time-out is then far off, not an overflow.
+        let unbounded = rt
+            .block_on(
+                Client::builder()
+                    .env(no_env)
+                    .request_timeout(None)
+                    .attempt_timeout(Duration::MAX)
+                    .connect(&[&cluster.addr(0)]),
+            )
+            .expect("connect");
+        rt.block_on(async {
+            unbounded.set("unbounded", "yes").await.unwrap();
+            assert_eq!(
+                unbounded.get("unbounded").await.unwrap().as_deref(),
+                Some(&b"yes"[..]),
+                "{server}"
+            );
+        });
     }
 }
 
