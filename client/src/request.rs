@@ -654,8 +654,8 @@ impl Inner {
         } else {
             self.config.attempt_timeout
         };
-        // Every member's deadline, reckoned once.
         let until = now + limit.min(FAR);
+        // Every member's deadline, reckoned once.
         self.deadline_of(started).map_or(until, |d| d.min(until))
     }
 
