@@ -43,6 +43,14 @@
 //! 0.11 of their own threads per operation, and redis-rs's 0.16 and 0.11,
 //! although Zaris makes 0.79x redis-rs's calls.
 //!
+//! Phases 1 and 3 also run a bare floor ([`bare`], `--no-bare` to leave
+//! it out): a shared connection per node and gathered writes, no
+//! redirections, retries, time-outs or reply values. What it costs is what
+//! any client on this runtime pays before its own features; it is printed
+//! with its ratio to the best peer, and not recorded. At 16 tasks it makes
+//! the same calls and wakes as many threads as Zaris, so the difference
+//! between them is Zaris's own user-space work.
+//!
 //! In phases 1 and 2 the clients take turns (three rounds of 2 s each, then
 //! the counted turn), so a noisy neighbour hurts them alike, and each
 //! figure is the median of a client's rounds.
@@ -73,6 +81,13 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 const CLIENTS: [&str; 3] = ["zaris", "fred", "redis-rs"];
 
+/// The floor of the single-command scenarios ([`bare`]): printed beside
+/// the clients, not recorded, not a peer.
+const BARE: &str = "bare";
+
+#[path = "client/bare.rs"]
+mod bare;
+
 /// The timed phases' runtime: two worker threads, one per core here.
 const WORKERS: usize = 2;
 
@@ -81,6 +96,7 @@ enum Driver {
     Zaris(Client),
     Fred(fred::clients::Client),
     RedisRs(redis::cluster_async::ClusterConnection),
+    Bare(bare::Bare),
 }
 
 fn redis_rs_client(seeds: &[String]) -> redis::cluster::ClusterClient {
@@ -94,6 +110,7 @@ impl Driver {
             Driver::Zaris(_) => "zaris",
             Driver::Fred(_) => "fred",
             Driver::RedisRs(_) => "redis-rs",
+            Driver::Bare(_) => BARE,
         }
     }
 
@@ -125,6 +142,7 @@ impl Driver {
                     client.init().await.map_err(|e| e.to_string())?;
                     Ok(Driver::Fred(client))
                 }
+                BARE => bare::Bare::connect(seeds).await.map(Driver::Bare),
                 _ => redis_rs_client(seeds)
                     .get_async_connection()
                     .await
@@ -150,6 +168,7 @@ impl Driver {
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string()),
+            Driver::Bare(c) => c.call(&[b"GET", key]).await,
         }
     }
 
@@ -164,6 +183,7 @@ impl Driver {
                 .set::<_, _, ()>(key, VALUE)
                 .await
                 .map_err(|e| e.to_string()),
+            Driver::Bare(c) => c.call(&[b"SET", key, VALUE]).await,
         }
     }
 
@@ -196,6 +216,7 @@ impl Driver {
                 Ok(results.iter().filter(|r| r.is_err()).count())
             }
             Driver::RedisRs(_) => unreachable!("redis-rs pipelines run on threads"),
+            Driver::Bare(_) => unreachable!("the bare client runs single commands only"),
         }
     }
 }
@@ -850,7 +871,8 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
 /// pipeline shape; `--workers N`: the runtime's worker threads (default
 /// [`WORKERS`]; a run with another count is not recorded, so that the
 /// history compares like with like); `--no-single`, `--no-pipeline`,
-/// `--no-instructions`, `--no-failover`: skip a phase; `--keep-profiles`:
+/// `--no-instructions`, `--no-failover`: skip a phase; `--no-bare`: leave
+/// out the bare floor ([`bare`]); `--keep-profiles`:
 /// keep the callgrind profiles (`target/bench-client/callgrind/`).
 /// The run's rows: into `target/bench-client/last.json` always, and into
 /// `bench/client-history.jsonl` (the dashboard's client page) unless the run
@@ -950,6 +972,7 @@ fn main() {
     }
     let names: Vec<&str> = CLIENTS
         .into_iter()
+        .chain((!has("--no-bare")).then_some(BARE))
         .filter(|n| only.as_deref().is_none_or(|o| o == *n))
         .collect();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -983,7 +1006,7 @@ fn main() {
     // charts it per commit.
     let mut recorded: Vec<zaris_bench::clients::ClientRow> = Vec::new();
     let mut record = |scenario: String, summaries: &[Summary]| {
-        for s in summaries {
+        for s in summaries.iter().filter(|s| s.name != BARE) {
             recorded.push(zaris_bench::clients::ClientRow {
                 scenario: scenario.clone(),
                 client: s.name.to_owned(),
@@ -1068,6 +1091,7 @@ fn main() {
         let pipeliners: Vec<(&str, Option<&Driver>)> = names
             .iter()
             .filter_map(|&name| match drivers.iter().find(|d| d.name() == name) {
+                _ if name == BARE => None,
                 _ if name == "redis-rs" => Some((name, None)),
                 Some(driver) => Some((name, Some(driver))),
                 None => None,
@@ -1196,7 +1220,8 @@ fn count_instructions(
     for &shape in shapes {
         let scenario = shape.name();
         let mut counts: Vec<(&str, f64)> = Vec::new();
-        for &name in names {
+        let single = matches!(shape, Shape::Single { .. });
+        for &name in names.iter().filter(|&&n| single || n != BARE) {
             match instructions(name, shape, seeds, quick, keep) {
                 Ok(per_op) => {
                     println!("{scenario:>18} {name:>9}: {per_op:>9.0} instructions/op");
@@ -1211,17 +1236,18 @@ fn count_instructions(
                 Err(e) => println!("{scenario:>18} {name:>9}: {e}"),
             }
         }
-        let zaris = counts.iter().find(|(n, _)| *n == "zaris");
         let fewest = counts
             .iter()
-            .filter(|(n, _)| *n != "zaris")
+            .filter(|(n, _)| is_peer(n))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let (Some((_, zaris)), Some((peer, fewest))) = (zaris, fewest) {
-            println!(
-                "{scenario:>18}  zaris / fewest peer ({peer}): instructions per op {:.2}x ({:.2}x fewer)",
-                zaris / fewest,
-                fewest / zaris
-            );
+        for (name, count) in counts.iter().filter(|(n, _)| !is_peer(n)) {
+            if let Some((peer, fewest)) = fewest {
+                println!(
+                    "{scenario:>18}  {name} / fewest peer ({peer}): instructions per op {:.2}x ({:.2}x fewer)",
+                    count / fewest,
+                    fewest / count
+                );
+            }
         }
     }
 }
@@ -1339,13 +1365,23 @@ fn print_counts(label: &str, results: &[Summary]) {
     }
 }
 
-/// Zaris against the best peer in each measure: throughput (the most),
-/// client CPU and syscalls per operation (the fewest), each naming its peer.
+/// Whether `name` is one of the peers Zaris is measured against: not Zaris,
+/// and not the bare floor.
+fn is_peer(name: &str) -> bool {
+    name != "zaris" && name != BARE
+}
+
+/// Zaris, and the bare floor, against the best peer in each measure:
+/// throughput (the most), client CPU and syscalls per operation (the
+/// fewest), each naming its peer.
 fn ratios(label: &str, results: &[Summary]) {
-    let Some(zaris) = results.iter().find(|s| s.name == "zaris") else {
-        return;
-    };
-    let peers = || results.iter().filter(|s| s.name != "zaris");
+    for ours in results.iter().filter(|s| !is_peer(s.name)) {
+        ratios_of(label, ours, results);
+    }
+}
+
+fn ratios_of(label: &str, ours: &Summary, results: &[Summary]) {
+    let peers = || results.iter().filter(|s| is_peer(s.name));
     let best = |value: &dyn Fn(&Summary) -> Option<f64>, most: bool| {
         let (peer, best) = peers()
             .filter_map(|s| Some((s.name, value(s)?)))
@@ -1356,7 +1392,7 @@ fn ratios(label: &str, results: &[Summary]) {
                     a.1.total_cmp(&b.1)
                 }
             })?;
-        Some(format!("{:.2}x {peer}'s", value(zaris)? / best))
+        Some(format!("{:.2}x {peer}'s", value(ours)? / best))
     };
     let measures = [
         ("throughput", best(&|s| Some(s.ops_per_sec), true)),
@@ -1368,6 +1404,6 @@ fn ratios(label: &str, results: &[Summary]) {
         .filter_map(|(what, ratio)| Some(format!("{what} {}", ratio?)))
         .collect();
     if !said.is_empty() {
-        println!("{label:>6}  zaris / best peer: {}", said.join(", "));
+        println!("{label:>6}  {} / best peer: {}", ours.name, said.join(", "));
     }
 }
