@@ -74,6 +74,7 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy -p zaris-client --features metrics --all-targets -- -D warnings
+    cargo clippy -p zaris-client --features redis-compat --all-targets -- -D warnings
     for target in {{no_std_targets}}; do \
         cargo clippy -p zaris-core --no-default-features --features serde --target "$target" -- -D warnings; \
     done
@@ -188,6 +189,7 @@ msrv:
     rustup toolchain list | grep -q '^{{msrv}}-' || rustup toolchain install {{msrv}} --profile minimal
     CARGO_TARGET_DIR=target/msrv cargo +{{msrv}} check -q {{published_crates}}
     CARGO_TARGET_DIR=target/msrv cargo +{{msrv}} check -q -p zaris-core --no-default-features
+    CARGO_TARGET_DIR=target/msrv cargo +{{msrv}} check -q -p zaris-client --features redis-compat
 
 # Regenerate the C header ffi/include/zaris.h from the zaris-ffi crate (cbindgen).
 ffi-header:

@@ -50,6 +50,8 @@
 mod client;
 mod codec;
 mod command;
+#[cfg(feature = "redis-compat")]
+pub mod compat;
 mod config;
 mod conn;
 mod error;
