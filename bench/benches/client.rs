@@ -43,6 +43,15 @@
 //! 0.11 of their own threads per operation, and redis-rs's 0.16 and 0.11,
 //! although Zaris makes 0.79x redis-rs's calls.
 //!
+//! In the 16-task and pipeline scenarios, phases 1 to 3 also run Zaris
+//! through redis-rs's API (`zaris (redis-rs API)`: the `redis-compat`
+//! feature's `ConnectionLike`, driven by `AsyncCommands` and
+//! `redis::pipe()`), recorded beside Zaris, and print its cost over
+//! Zaris's own API: over `Client::cmd` at 16 tasks (`zaris (cmd)`, run
+//! there for this, not recorded: the `zaris` row's `get`/`set` are typed
+//! calls that skip the key-spec look-up) and over `Pipeline::cmd` (the
+//! `zaris` row) in the pipelines.
+//!
 //! Phases 1 and 3 also run a bare floor ([`bare`], `--no-bare` to leave
 //! it out): a shared connection per node and gathered writes, no
 //! redirections, retries, time-outs or reply values. What it costs is what
@@ -81,6 +90,23 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 const CLIENTS: [&str; 3] = ["zaris", "fred", "redis-rs"];
 
+/// Zaris behind redis-rs's `ConnectionLike` (recorded; see the module docs).
+const COMPAT: &str = zaris_bench::clients::COMPAT;
+
+/// Zaris's own `Client::cmd`, the reference the adapter is held to at 16
+/// tasks: printed, not recorded.
+const CMD: &str = "zaris (cmd)";
+
+/// redis-rs's API over a connection that answers from memory (no I/O):
+/// what building the commands and reading the replies costs a redis-rs
+/// user on any connection, the floor under [`COMPAT`]. Counted under
+/// callgrind only (its tasks never wait, so they would starve a timed
+/// run's clock), printed, not recorded.
+const API_FLOOR: &str = "redis-rs API alone";
+
+/// The width of the client column in the printed tables.
+const NAME_WIDTH: usize = 20;
+
 /// The floor of the single-command scenarios ([`bare`]): printed beside
 /// the clients, not recorded, not a peer.
 const BARE: &str = "bare";
@@ -97,6 +123,35 @@ enum Driver {
     Fred(fred::clients::Client),
     RedisRs(redis::cluster_async::ClusterConnection),
     Bare(bare::Bare),
+    Compat(zaris_client::compat::RedisConnection),
+    Cmd(Client),
+    ApiFloor(Memory),
+}
+
+/// A redis-rs connection that answers every command nil at once ([`API_FLOOR`]).
+#[derive(Clone)]
+struct Memory;
+
+impl redis::aio::ConnectionLike for Memory {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        _: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(std::future::ready(Ok(redis::Value::Nil)))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        _: &'a redis::Pipeline,
+        _: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        Box::pin(std::future::ready(Ok(vec![redis::Value::Nil; count])))
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
 }
 
 fn redis_rs_client(seeds: &[String]) -> redis::cluster::ClusterClient {
@@ -111,6 +166,9 @@ impl Driver {
             Driver::Fred(_) => "fred",
             Driver::RedisRs(_) => "redis-rs",
             Driver::Bare(_) => BARE,
+            Driver::Compat(_) => COMPAT,
+            Driver::Cmd(_) => CMD,
+            Driver::ApiFloor(_) => API_FLOOR,
         }
     }
 
@@ -143,6 +201,15 @@ impl Driver {
                     Ok(Driver::Fred(client))
                 }
                 BARE => bare::Bare::connect(seeds).await.map(Driver::Bare),
+                API_FLOOR => Ok(Driver::ApiFloor(Memory)),
+                COMPAT | CMD => {
+                    let client = Client::connect(seeds).await.map_err(|e| e.to_string())?;
+                    Ok(if name == CMD {
+                        Driver::Cmd(client)
+                    } else {
+                        Driver::Compat(client.redis_compat())
+                    })
+                }
                 _ => redis_rs_client(seeds)
                     .get_async_connection()
                     .await
@@ -169,6 +236,21 @@ impl Driver {
                 .map(drop)
                 .map_err(|e| e.to_string()),
             Driver::Bare(c) => c.call(&[b"GET", key]).await,
+            Driver::Compat(c) => c
+                .get::<_, Option<Vec<u8>>>(key)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::ApiFloor(c) => c
+                .get::<_, Option<Vec<u8>>>(key)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::Cmd(c) => c
+                .cmd(&[&b"GET"[..], key])
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -184,6 +266,19 @@ impl Driver {
                 .await
                 .map_err(|e| e.to_string()),
             Driver::Bare(c) => c.call(&[b"SET", key, VALUE]).await,
+            Driver::Compat(c) => c
+                .set::<_, _, ()>(key, VALUE)
+                .await
+                .map_err(|e| e.to_string()),
+            Driver::ApiFloor(c) => c
+                .set::<_, _, ()>(key, VALUE)
+                .await
+                .map_err(|e| e.to_string()),
+            Driver::Cmd(c) => c
+                .cmd(&[&b"SET"[..], key, VALUE])
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -215,9 +310,30 @@ impl Driver {
                 let results = pipeline.try_all::<fred::types::Value>().await;
                 Ok(results.iter().filter(|r| r.is_err()).count())
             }
+            Driver::Compat(c) => Ok(redis_api_pipeline(&mut c.clone(), batch).await),
+            Driver::ApiFloor(c) => Ok(redis_api_pipeline(&mut c.clone(), batch).await),
             Driver::RedisRs(_) => unreachable!("redis-rs pipelines run on threads"),
-            Driver::Bare(_) => unreachable!("the bare client runs single commands only"),
+            Driver::Bare(_) | Driver::Cmd(_) => {
+                unreachable!("the floor and the reference run single commands only")
+            }
         }
+    }
+}
+
+/// One batch through `redis::pipe()` on an async redis-rs connection; how
+/// many failed.
+async fn redis_api_pipeline(con: &mut impl redis::aio::ConnectionLike, batch: &[Op]) -> usize {
+    let mut pipe = redis::pipe();
+    for op in batch {
+        match op {
+            Op::Set(key) => pipe.set(&key[..], VALUE),
+            Op::Get(key) => pipe.get(&key[..]),
+            Op::HSet(key) => pipe.hset(&key[..], "f", VALUE),
+        };
+    }
+    match pipe.query_async::<Vec<redis::Value>>(con).await {
+        Ok(_) => 0,
+        Err(_) => batch.len(),
     }
 }
 
@@ -972,6 +1088,7 @@ fn main() {
     }
     let names: Vec<&str> = CLIENTS
         .into_iter()
+        .chain([COMPAT, CMD, API_FLOOR])
         .chain((!has("--no-bare")).then_some(BARE))
         .filter(|n| only.as_deref().is_none_or(|o| o == *n))
         .collect();
@@ -1006,7 +1123,7 @@ fn main() {
     // charts it per commit.
     let mut recorded: Vec<zaris_bench::clients::ClientRow> = Vec::new();
     let mut record = |scenario: String, summaries: &[Summary]| {
-        for s in summaries.iter().filter(|s| s.name != BARE) {
+        for s in summaries.iter().filter(|s| s.name != BARE && s.name != CMD) {
             recorded.push(zaris_bench::clients::ClientRow {
                 scenario: scenario.clone(),
                 client: s.name.to_owned(),
@@ -1031,13 +1148,17 @@ fn main() {
             length.as_secs()
         );
         println!(
-            "{:>6} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
+            "{:>6} {:>NAME_WIDTH$} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
             "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "user", "system", "errors"
         );
         for &tasks in &task_counts {
+            let drivers: Vec<&Driver> = drivers
+                .iter()
+                .filter(|d| runs_in(d.name(), Shape::Single { tasks }))
+                .collect();
             let mut runs: Vec<Vec<(Load, Cpu)>> = drivers.iter().map(|_| Vec::new()).collect();
             for counted in turns(rounds) {
-                for (driver, runs) in drivers.iter().zip(&mut runs) {
+                for (&driver, runs) in drivers.iter().zip(&mut runs) {
                     rt.block_on(load(driver, tasks, Duration::from_millis(200))); // warm-up
                     runs.push(measure_cpu(&cluster, counted, || {
                         rt.block_on(load(driver, tasks, length))
@@ -1051,7 +1172,7 @@ fn main() {
                 .collect();
             for s in &summaries {
                 println!(
-                    "{tasks:>6} {:>9} {:>10.0} {:>10} {:>10} {:>10.2} {:>9.2} {:>9.2} {:>6}",
+                    "{tasks:>6} {:>NAME_WIDTH$} {:>10.0} {:>10} {:>10} {:>10.2} {:>9.2} {:>9.2} {:>6}",
                     s.name,
                     s.ops_per_sec,
                     ms(s.p50),
@@ -1064,6 +1185,7 @@ fn main() {
             }
             print_counts(&tasks.to_string(), &summaries);
             ratios(&tasks.to_string(), &summaries);
+            adapter_cost(&tasks.to_string(), &summaries);
             let plural = if tasks == 1 { "" } else { "s" };
             record(format!("{tasks} task{plural}"), &summaries);
         }
@@ -1075,7 +1197,7 @@ fn main() {
             length.as_secs()
         );
         println!(
-            "{:>6} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6}",
+            "{:>6} {:>9} {:>NAME_WIDTH$} {:>10} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6}",
             "batch",
             "in flight",
             "client",
@@ -1091,7 +1213,16 @@ fn main() {
         let pipeliners: Vec<(&str, Option<&Driver>)> = names
             .iter()
             .filter_map(|&name| match drivers.iter().find(|d| d.name() == name) {
-                _ if name == BARE => None,
+                _ if !runs_in(
+                    name,
+                    Shape::Pipelines {
+                        size: 1,
+                        in_flight: 1,
+                    },
+                ) =>
+                {
+                    None
+                }
                 _ if name == "redis-rs" => Some((name, None)),
                 Some(driver) => Some((name, Some(driver))),
                 None => None,
@@ -1118,7 +1249,7 @@ fn main() {
                     .collect();
                 for s in &summaries {
                     println!(
-                        "{size:>6} {in_flight:>9} {:>9} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
+                        "{size:>6} {in_flight:>9} {:>NAME_WIDTH$} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
                         s.name,
                         s.ops_per_sec,
                         s.cpu,
@@ -1131,6 +1262,7 @@ fn main() {
                 }
                 print_counts(&format!("{size}x{in_flight}"), &summaries);
                 ratios(&format!("{size}x{in_flight}"), &summaries);
+                adapter_cost(&format!("{size}x{in_flight}"), &summaries);
                 record(format!("pipelines {size} x {in_flight}"), &summaries);
             }
         }
@@ -1172,8 +1304,9 @@ fn main() {
         "==> [4/4] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
         RECOVERY_LIMIT.as_secs()
     );
-    // The bare floor never refreshes its map: it has nothing to recover.
-    for &name in names.iter().filter(|&&n| n != BARE) {
+    // The bare floor never refreshes its map: it has nothing to recover;
+    // the adapter and the reference recover as Zaris does.
+    for &name in names.iter().filter(|&&n| CLIENTS.contains(&n)) {
         match failover(&server, name, &rt) {
             Ok(r) => {
                 let cluster = r.cluster_failover.map_or_else(
@@ -1221,11 +1354,12 @@ fn count_instructions(
     for &shape in shapes {
         let scenario = shape.name();
         let mut counts: Vec<(&str, f64)> = Vec::new();
-        let single = matches!(shape, Shape::Single { .. });
-        for &name in names.iter().filter(|&&n| single || n != BARE) {
+        let counted_here =
+            |name: &str| runs_in(name, shape) || name == API_FLOOR && runs_in(COMPAT, shape);
+        for &name in names.iter().filter(|&&n| counted_here(n)) {
             match instructions(name, shape, seeds, quick, keep) {
                 Ok(per_op) => {
-                    println!("{scenario:>18} {name:>9}: {per_op:>9.0} instructions/op");
+                    println!("{scenario:>18} {name:>NAME_WIDTH$}: {per_op:>9.0} instructions/op");
                     counts.push((name, per_op));
                     if let Some(row) = recorded
                         .iter_mut()
@@ -1234,7 +1368,7 @@ fn count_instructions(
                         row.instructions_per_op = Some(per_op);
                     }
                 }
-                Err(e) => println!("{scenario:>18} {name:>9}: {e}"),
+                Err(e) => println!("{scenario:>18} {name:>NAME_WIDTH$}: {e}"),
             }
         }
         let fewest = counts
@@ -1247,6 +1381,23 @@ fn count_instructions(
                     "{scenario:>18}  {name} / fewest peer ({peer}): instructions per op {:.2}x ({:.2}x fewer)",
                     count / fewest,
                     fewest / count
+                );
+            }
+        }
+        let count_of = |name: &str| counts.iter().find(|(n, _)| *n == name).map(|c| c.1);
+        if let (Some(adapter), Some((reference, own))) =
+            (count_of(COMPAT), own_api(shape, &count_of))
+        {
+            println!(
+                "{scenario:>18}  {COMPAT} over Zaris's own API ({reference}): {:+.1}% instructions per op (aim: at most +15%)",
+                100.0 * (adapter / own - 1.0)
+            );
+            if let Some(floor) = count_of(API_FLOOR) {
+                println!(
+                    "{scenario:>18}  of which redis-rs's API itself (commands built, replies read, no I/O): {floor:.0} per op, {:+.1}% of {reference}; \
+                     the adapter's own conversions: {:+.1}%",
+                    100.0 * floor / own,
+                    100.0 * (adapter - floor - own) / own
                 );
             }
         }
@@ -1360,16 +1511,59 @@ fn print_counts(label: &str, results: &[Summary]) {
             .and_then(|c| c.wakeups)
             .map_or_else(String::new, |w| format!("; threads woken {w:.3}"));
         println!(
-            "{label:>6} {:>9}  per op: {calls}; context switches {:.3} ({:.3} voluntary){woke}",
+            "{label:>6} {:>NAME_WIDTH$}  per op: {calls}; context switches {:.3} ({:.3} voluntary){woke}",
             s.name, s.switches, s.voluntary
         );
     }
 }
 
-/// Whether `name` is one of the peers Zaris is measured against: not Zaris,
-/// and not the bare floor.
+/// Whether `name` is one of the peers Zaris is measured against: not
+/// Zaris (by any API), and not the bare floor.
 fn is_peer(name: &str) -> bool {
-    name != "zaris" && name != BARE
+    zaris_bench::clients::PEERS.contains(&name)
+}
+
+/// Whether `name` runs in `shape`: the bare floor and the `Client::cmd`
+/// reference in single commands only (the reference at 16 tasks), the
+/// adapter at 16 tasks and in the pipelines, the rest everywhere.
+fn runs_in(name: &str, shape: Shape) -> bool {
+    let sixteen = matches!(shape, Shape::Single { tasks: 16 });
+    match name {
+        BARE => matches!(shape, Shape::Single { .. }),
+        CMD => sixteen,
+        API_FLOOR => false,
+        COMPAT => sixteen || matches!(shape, Shape::Pipelines { .. }),
+        _ => true,
+    }
+}
+
+/// Zaris's own API the adapter's cost is taken over in `shape`, and its
+/// figure (`of` a client's name): `Client::cmd` in single commands, the
+/// `zaris` row's `Pipeline::cmd` in pipelines.
+fn own_api(shape: Shape, of: &dyn Fn(&str) -> Option<f64>) -> Option<(&'static str, f64)> {
+    match shape {
+        Shape::Single { .. } => Some(("Client::cmd", of(CMD)?)),
+        Shape::Pipelines { .. } => Some(("Pipeline::cmd", of("zaris")?)),
+    }
+}
+
+/// The adapter's CPU per operation over Zaris's own API, where both ran.
+fn adapter_cost(label: &str, results: &[Summary]) {
+    let shape = if label.contains('x') {
+        Shape::Pipelines {
+            size: 1,
+            in_flight: 1,
+        }
+    } else {
+        Shape::Single { tasks: 16 }
+    };
+    let cpu = |name: &str| results.iter().find(|s| s.name == name).map(|s| s.cpu);
+    if let (Some(adapter), Some((reference, own))) = (cpu(COMPAT), own_api(shape, &cpu)) {
+        println!(
+            "{label:>6}  {COMPAT} over Zaris's own API ({reference}): client CPU per op {:+.1}%",
+            100.0 * (adapter / own - 1.0)
+        );
+    }
 }
 
 /// Zaris, and the bare floor, against the best peer in each measure:

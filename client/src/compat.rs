@@ -14,14 +14,23 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every command takes [`Client::cmd`]'s path (the core's key specs, the
-//! owner, the retry loop); a pipeline becomes a Zaris [`crate::Pipeline`]
-//! (each command to its owner, across slots); an atomic one a
-//! [`crate::Transaction`] on its one slot. What a connection cannot be
-//! shared for (`SUBSCRIBE`, `WATCH`, `SELECT`) is refused with
-//! [`Error::Unsupported`]'s reason, as a redis-rs `ErrorKind::Client`
-//! error. `SCAN` walks the whole cluster ([`Client::scan`]) behind a
-//! cursor of this connection's own. docs/behaviour.md has the table.
+//! | redis-rs | on Zaris |
+//! |---|---|
+//! | `AsyncCommands`, `cmd(..).query_async` | [`Client::cmd`]'s path: the core's key specs, the owner, the retry loop; `MGET`, `MSET`, `DEL`, `EXISTS` split by slot |
+//! | `FromRedisValue` | unchanged: replies become `redis::Value` with nothing lost |
+//! | `redis::pipe()` | a [`crate::Pipeline`]: each command to its owner, across slots; `ignore()`, `ignore_errors()` and `req_packed_commands`' offset and count as redis-rs documents them |
+//! | `pipe().atomic()` | a [`crate::Transaction`] on the keys' one slot; keys in several: `ErrorKind::Server(CrossSlot)`, nothing sent |
+//! | `Script::invoke_async` | `EVALSHA`; once redis-rs has `SCRIPT LOAD`ed it here, a `NOSCRIPT` is answered by its source on the same owner ([`Client::invoke`]) |
+//! | `SCAN`, `scan_match` | the whole cluster ([`Client::scan`]), behind a cursor of this connection's own ([`MAX_OPEN_SCANS`] kept open) |
+//! | blocking commands | a connection of their own |
+//! | `SUBSCRIBE`, `WATCH`, `MULTI`, `SELECT` | refused, `ErrorKind::Client`, with [`Error::Unsupported`]'s reason |
+//! | `get_db()` | 0 |
+//!
+//! Errors keep the server's code (`WRONGTYPE` is `ErrorKind::Extension`,
+//! `NOSCRIPT` `Server(NoScript)`); `MOVED` and `ASK` never reach the
+//! caller; a status the retries did not clear reads as `TRYAGAIN`,
+//! `CLUSTERDOWN` or `READONLY`, a request with no answer as `Io` with its
+//! `io::ErrorKind`, and `NotReplicated` as the code `NOTREPLICATED`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -37,6 +46,11 @@ use crate::{Client, Error, KvStatus, Scan, ScanOptions, Script, TransportFailure
 /// The scans a connection keeps open between `SCAN` calls: a caller that
 /// stops iterating leaves one behind, so the oldest goes past this many.
 pub const MAX_OPEN_SCANS: usize = 64;
+
+/// The scripts a connection keeps the source of: past this many (a
+/// program that makes scripts as it goes), a new one's `NOSCRIPT` goes
+/// back to redis-rs, which loads it again, as it would on redis-rs.
+pub const MAX_KNOWN_SCRIPTS: usize = 1024;
 
 /// A Zaris client behind `redis::aio::ConnectionLike` (see the module
 /// docs); from [`Client::redis_compat`]. A clone is a handle on the same
@@ -79,8 +93,9 @@ impl Client {
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, redis::Value> {
         async move {
-            let args = Args::of(cmd)?;
-            let result = self.run(&args.slices()).await;
+            let mut packed = None;
+            let args = args_of(cmd, &mut packed)?;
+            let result = self.run(&args).await;
             result.map(to_redis_value).map_err(to_redis_error)
         }
         .boxed()
@@ -168,8 +183,9 @@ impl RedisConnection {
             return;
         };
         let script = Script::new(source);
-        if sha.eq_ignore_ascii_case(script.sha().as_bytes()) {
-            lock(&self.shared.scripts).insert(script.sha().to_owned(), script);
+        let mut scripts = lock(&self.shared.scripts);
+        if sha.eq_ignore_ascii_case(script.sha().as_bytes()) && scripts.len() < MAX_KNOWN_SCRIPTS {
+            scripts.insert(script.sha().to_owned(), script);
         }
     }
 
@@ -216,8 +232,8 @@ impl RedisConnection {
     async fn pipeline(&self, commands: &redis::Pipeline) -> RedisResult<Vec<redis::Value>> {
         let mut pipeline = self.client.pipeline();
         for cmd in commands.cmd_iter() {
-            let args = Args::of(cmd)?;
-            let args = args.slices();
+            let mut packed = None;
+            let args = args_of(cmd, &mut packed)?;
             match self.known_script(&args) {
                 Some(call) => pipeline.invoke(&call.script, call.keys, call.args),
                 None => pipeline.cmd(&args),
@@ -240,8 +256,8 @@ impl RedisConnection {
         let mut transaction = self.client.transaction();
         let mut queued = 0;
         for cmd in commands.cmd_iter() {
-            let args = Args::of(cmd)?;
-            let args = args.slices();
+            let mut packed = None;
+            let args = args_of(cmd, &mut packed)?;
             match self.known_script(&args) {
                 Some(call) => transaction.invoke(&call.script, call.keys, call.args),
                 None => transaction.cmd(&args),
@@ -266,48 +282,37 @@ struct Invocation<'a> {
     args: &'a [&'a [u8]],
 }
 
-/// A command's arguments: borrowed from the `redis::Cmd` as they lie, or,
-/// for a cursor (which redis-rs keeps apart and writes only when it packs
-/// the command) or any argument of a kind added later, read back from its
-/// packed form.
-enum Args<'a> {
-    Borrowed(SmallVec<[&'a [u8]; 8]>),
-    Packed(Vec<Vec<u8>>),
+/// A command's arguments, as slices: of the `redis::Cmd` itself, where
+/// they lie as given; for a cursor (which redis-rs keeps apart and writes
+/// only when it packs the command), of its packed form read back into
+/// `packed` by redis-rs's own parser.
+fn args_of<'a>(
+    cmd: &'a Cmd,
+    packed: &'a mut Option<Vec<Vec<u8>>>,
+) -> RedisResult<SmallVec<[&'a [u8]; 8]>> {
+    if cmd.in_scan_mode() {
+        let unpacked = packed.insert(unpacked(cmd)?);
+        return Ok(unpacked.iter().map(Vec::as_slice).collect());
+    }
+    cmd.args_iter()
+        .map(|arg| match arg {
+            Arg::Simple(bytes) => Ok(bytes),
+            _ => Err(not_a_command()),
+        })
+        .collect()
 }
 
-impl<'a> Args<'a> {
-    fn of(cmd: &'a Cmd) -> RedisResult<Self> {
-        let mut args = SmallVec::new();
-        for arg in cmd.args_iter() {
-            match arg {
-                Arg::Simple(bytes) => args.push(bytes),
-                _ => return Self::unpacked(cmd),
-            }
-        }
-        Ok(Args::Borrowed(args))
-    }
-
-    /// The packed command read back by redis-rs's own parser: an array of
-    /// bulk strings.
-    fn unpacked(cmd: &Cmd) -> RedisResult<Self> {
-        match redis::parse_redis_value(&cmd.get_packed_command())? {
-            redis::Value::Array(items) => items
-                .into_iter()
-                .map(|item| match item {
-                    redis::Value::BulkString(bytes) => Ok(bytes),
-                    _ => Err(not_a_command()),
-                })
-                .collect::<RedisResult<_>>()
-                .map(Args::Packed),
-            _ => Err(not_a_command()),
-        }
-    }
-
-    fn slices(&self) -> SmallVec<[&[u8]; 8]> {
-        match self {
-            Args::Borrowed(args) => args.iter().copied().collect(),
-            Args::Packed(args) => args.iter().map(Vec::as_slice).collect(),
-        }
+/// The packed command as an array of bulk strings.
+fn unpacked(cmd: &Cmd) -> RedisResult<Vec<Vec<u8>>> {
+    match redis::parse_redis_value(&cmd.get_packed_command())? {
+        redis::Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                redis::Value::BulkString(bytes) => Ok(bytes),
+                _ => Err(not_a_command()),
+            })
+            .collect(),
+        _ => Err(not_a_command()),
     }
 }
 
@@ -646,13 +651,22 @@ mod tests {
     fn a_cursor_is_read_back_from_the_packed_command() {
         let mut cmd = redis::cmd("SSCAN");
         cmd.arg("set").cursor_arg(42).arg("COUNT").arg(10);
-        let args = Args::of(&cmd).unwrap();
+        let mut packed = None;
+        let args = args_of(&cmd, &mut packed).unwrap();
         assert_eq!(
-            args.slices().as_slice(),
+            args.as_slice(),
             &[&b"SSCAN"[..], b"set", b"42", b"COUNT", b"10"]
         );
         let mut plain = redis::cmd("GET");
         plain.arg("k");
-        assert!(matches!(Args::of(&plain).unwrap(), Args::Borrowed(_)));
+        let mut packed = None;
+        assert_eq!(
+            args_of(&plain, &mut packed).unwrap().as_slice(),
+            &[&b"GET"[..], b"k"]
+        );
+        assert_eq!(
+            packed, None,
+            "nothing packed for a command without a cursor"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The examples in `examples/`, run as a user runs them against real
-//! clusters, so they cannot rot: `quickstart` and `pubsub` in steady state,
+//! clusters, so they cannot rot: `quickstart`, `pubsub` and (with
+//! `redis-compat`) `from_redis_rs` in steady state,
 //! `churn` through a manual failover, `tls` against a TLS-only cluster.
 
 use std::io::{BufRead, BufReader};
@@ -77,6 +78,15 @@ fn the_examples_run_against_real_clusters() {
             );
         }
         assert!(out.contains("received 6 of 6"), "{server}: {out}");
+
+        // The redis-rs program, moved over by its connection alone.
+        #[cfg(feature = "redis-compat")]
+        assert_eq!(
+            run("from_redis_rs", &[&seed]),
+            "name -> Some(\"Ada\")\nsettings has 2 fields\npipeline -> 1 1\n\
+             transaction -> 1 items, log of 1\nscript -> 11\n",
+            "{server}"
+        );
 
         // churn, while a master fails over: the change shows, and writes go on.
         let mut churn = Command::new(example("churn"))

@@ -340,6 +340,23 @@ fn a_redis_rs_program_answers_on_zaris_as_on_redis_rs() {
             )
         );
 
+        // A script this connection saw loaded survives a node that lost
+        // it: the same owner gets its source, and redis-rs sees no error.
+        for i in 0..cluster.addrs().len() {
+            cluster
+                .conn(i)
+                .unwrap()
+                .command(&[b"SCRIPT", b"FLUSH"])
+                .unwrap();
+        }
+        let fallbacks = client.stats().noscript_fallbacks;
+        let add = redis::Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+        let total: i64 = rt
+            .block_on(add.key("zar:sc").arg(1).invoke_async(&mut zaris))
+            .unwrap();
+        assert_eq!(total, 8, "{server}");
+        assert_eq!(client.stats().noscript_fallbacks, fallbacks + 1, "{server}");
+
         // What redis-rs's cluster cannot do and Zaris can: a pipeline
         // across slots, each command to its owner.
         let mut pipe = redis::pipe();
