@@ -352,8 +352,12 @@ pub fn trend(
             .y_label_formatter(&|y| format!("{y}"))
             .draw()
             .map_err(plot_err)?;
+        // A series with no points (a client a scenario does not run) is
+        // left out of the legend; the others keep their colours.
         for (i, (id, points)) in series.iter().enumerate() {
-            line_with_points(&mut chart, id, points.clone(), PALETTE[i % PALETTE.len()])?;
+            if !points.is_empty() {
+                line_with_points(&mut chart, id, points.clone(), PALETTE[i % PALETTE.len()])?;
+            }
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
