@@ -31,6 +31,9 @@
 //!   time from the target features (`-C target-feature=+pclmulqdq,+ssse3`
 //!   on x86_64, `+aes` for PMULL on aarch64).
 //! - `serde`: `Serialize`/`Deserialize` for the map and policy types.
+//! - `simulate` (default): the playground's simulators, [`replay`] (a
+//!   script of outcomes through the retry machine) and [`simulate_churn`]
+//!   (a client's requests through a failover, a kill, a migration).
 #![no_std]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
@@ -38,11 +41,8 @@
 extern crate std;
 
 mod backoff;
-mod churn;
 mod cluster_nodes;
 mod command;
-mod command_spec;
-mod command_table;
 mod crc16;
 mod engine;
 mod lines;
@@ -52,15 +52,12 @@ mod redirect;
 mod refresh;
 mod retry;
 mod routing;
+#[cfg(feature = "simulate")]
 mod simulate;
 mod status;
 mod utf16;
 
 pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKOFF_MULTIPLIER};
-pub use churn::{
-    simulate_churn, ChurnError, ChurnEvent, ChurnScenario, ChurnTotals, ClientModel,
-    Entry as ChurnEntry, Mark as ChurnMark, MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
-};
 pub use cluster_nodes::{
     parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,
     SlotEntry,
@@ -81,16 +78,22 @@ pub use policy::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_REFRESH_WAIT, DEFAULT_REQUEST_TIMEOUT, ENV_DISABLE_RETRIES,
     ENV_REFRESH_WAIT_MS, ENV_REQUEST_TIMEOUT,
 };
-pub use redirect::{parse_error_reply, ErrorReply, Redirect, ReplyError};
+pub use redirect::{
+    parse_error_reply, ErrorReply, Redirect, RedirectMemory, ReplyError, REDIRECT_LOOP_WINDOW,
+};
 pub use refresh::{
-    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate, OWNER_PROBE_INTERVAL,
-    REDIRECT_LOOP_WINDOW, REFRESH_MIN_INTERVAL,
+    owner_wait_until, RefreshAsk, RefreshGate, OWNER_PROBE_INTERVAL, REFRESH_MIN_INTERVAL,
 };
 pub use retry::{Decision, Outcome, RetryClass, RetryLoop, StopReason, TransportFailure};
 pub use routing::{
     CapacityError, OwnerId, OwnershipChange, RouteError, SegmentTable, TableSizeError, NO_OWNER,
 };
-pub use simulate::{parse_script, replay, Replay, Step, UnknownOutcome};
+#[cfg(feature = "simulate")]
+pub use simulate::{
+    parse_script, replay, simulate_churn, ChurnError, ChurnEvent, ChurnScenario, ChurnTotals,
+    ClientModel, Entry as ChurnEntry, Mark as ChurnMark, Replay, Step, UnknownOutcome,
+    MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
+};
 pub use status::{ownership_failure_status, KvStatus};
 pub use utf16::{hash_tag_span_utf16, slot_for_utf16, utf8_from_utf16_lossy};
 

@@ -7,6 +7,7 @@
 //! [`ReplyError::NotClusterError`], so the caller surfaces it unchanged.
 
 use core::fmt;
+use core::time::Duration;
 
 use crate::retry::Outcome;
 use crate::{KvStatus, SLOT_COUNT};
@@ -202,6 +203,52 @@ fn parse_decimal(digits: &[u8]) -> Option<u32> {
     })
 }
 
+/// A `MOVED` that undoes another within this long closes a loop.
+pub const REDIRECT_LOOP_WINDOW: Duration = Duration::from_secs(2);
+
+/// Recent `MOVED` redirects, `N` of them, to tell a loop from churn: a
+/// `MOVED` back to the node asked, or one that undoes a `MOVED` of the
+/// same slot between the same two nodes within [`REDIRECT_LOOP_WINDOW`].
+/// Addresses are kept as 64-bit fingerprints (FNV-1a), so the memory is
+/// fixed, whatever the addresses.
+#[derive(Clone, Debug)]
+pub struct RedirectMemory<const N: usize> {
+    recent: heapless::Deque<(u16, u64, u64, Duration), N>,
+}
+
+impl<const N: usize> Default for RedirectMemory<N> {
+    fn default() -> Self {
+        Self {
+            recent: heapless::Deque::new(),
+        }
+    }
+}
+
+impl<const N: usize> RedirectMemory<N> {
+    /// Records that `from` answered `MOVED slot to` at `now`; `true` when it
+    /// closes a loop (its hint is then not to be applied, and the next
+    /// refresh should ask other nodes first).
+    pub fn note(&mut self, slot: u16, from: &[u8], to: &[u8], now: Duration) -> bool {
+        let (from, to) = (fingerprint(from), fingerprint(to));
+        let looped = from == to
+            || self.recent.iter().any(|&(s, f, t, at)| {
+                s == slot && f == to && t == from && now.saturating_sub(at) < REDIRECT_LOOP_WINDOW
+            });
+        if self.recent.is_full() {
+            self.recent.pop_front();
+        }
+        let _ = self.recent.push_back((slot, from, to, now));
+        looped
+    }
+}
+
+/// FNV-1a, 64 bits: an address's fingerprint.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +349,29 @@ mod tests {
                 reply.escape_ascii()
             );
         }
+    }
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn moved_back_and_forth_is_a_loop_and_churn_is_not() {
+        let mut memory = RedirectMemory::<4>::default();
+        assert!(
+            memory.note(7, b"a:1", b"a:1", MS(0)),
+            "MOVED to the node asked"
+        );
+        assert!(!memory.note(5, b"a:1", b"b:1", MS(10)));
+        assert!(!memory.note(5, b"b:1", b"c:1", MS(20)), "onward: churn");
+        assert!(memory.note(5, b"b:1", b"a:1", MS(30)), "undone: a loop");
+        assert!(!memory.note(9, b"a:1", b"b:1", MS(40)));
+        assert!(
+            !memory.note(9, b"b:1", b"a:1", MS(40) + REDIRECT_LOOP_WINDOW),
+            "undone, but long after: a move back"
+        );
+        // Full, the oldest go first.
+        for i in 0..4 {
+            memory.note(100 + i, b"x:1", b"y:1", MS(50));
+        }
+        assert!(!memory.note(5, b"a:1", b"b:1", MS(60)), "forgotten");
     }
 }

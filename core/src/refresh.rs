@@ -18,9 +18,6 @@ pub const REFRESH_MIN_INTERVAL: Duration = Duration::from_millis(500);
 /// refreshes.
 pub const OWNER_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
-/// A `MOVED` that undoes another within this long closes a loop.
-pub const REDIRECT_LOOP_WINDOW: Duration = Duration::from_secs(2);
-
 /// What a request for a refresh comes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefreshAsk {
@@ -104,49 +101,6 @@ impl RefreshGate {
     }
 }
 
-/// Recent `MOVED` redirects, `N` of them, to tell a loop from churn: a
-/// `MOVED` back to the node asked, or one that undoes a `MOVED` of the
-/// same slot between the same two nodes within [`REDIRECT_LOOP_WINDOW`].
-/// Addresses are kept as 64-bit fingerprints (FNV-1a), so the memory is
-/// fixed, whatever the addresses.
-#[derive(Clone, Debug)]
-pub struct RedirectMemory<const N: usize> {
-    recent: heapless::Deque<(u16, u64, u64, Duration), N>,
-}
-
-impl<const N: usize> Default for RedirectMemory<N> {
-    fn default() -> Self {
-        Self {
-            recent: heapless::Deque::new(),
-        }
-    }
-}
-
-impl<const N: usize> RedirectMemory<N> {
-    /// Records that `from` answered `MOVED slot to` at `now`; `true` when it
-    /// closes a loop (its hint is then not to be applied, and the next
-    /// refresh should ask other nodes first).
-    pub fn note(&mut self, slot: u16, from: &[u8], to: &[u8], now: Duration) -> bool {
-        let (from, to) = (fingerprint(from), fingerprint(to));
-        let looped = from == to
-            || self.recent.iter().any(|&(s, f, t, at)| {
-                s == slot && f == to && t == from && now.saturating_sub(at) < REDIRECT_LOOP_WINDOW
-            });
-        if self.recent.is_full() {
-            self.recent.pop_front();
-        }
-        let _ = self.recent.push_back((slot, from, to, now));
-        looped
-    }
-}
-
-/// FNV-1a, 64 bits: an address's fingerprint.
-fn fingerprint(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// Until when a request whose slot has no owner able to answer (none
 /// mapped, one refusing connections, one saying the cluster is down) may
 /// wait for one, unsent, having waited since `since`: the refresh wait from
@@ -191,28 +145,6 @@ mod tests {
             "the interval has passed"
         );
         assert!(gate.in_flight());
-    }
-
-    #[test]
-    fn moved_back_and_forth_is_a_loop_and_churn_is_not() {
-        let mut memory = RedirectMemory::<4>::default();
-        assert!(
-            memory.note(7, b"a:1", b"a:1", MS(0)),
-            "MOVED to the node asked"
-        );
-        assert!(!memory.note(5, b"a:1", b"b:1", MS(10)));
-        assert!(!memory.note(5, b"b:1", b"c:1", MS(20)), "onward: churn");
-        assert!(memory.note(5, b"b:1", b"a:1", MS(30)), "undone: a loop");
-        assert!(!memory.note(9, b"a:1", b"b:1", MS(40)));
-        assert!(
-            !memory.note(9, b"b:1", b"a:1", MS(40) + REDIRECT_LOOP_WINDOW),
-            "undone, but long after: a move back"
-        );
-        // Full, the oldest go first.
-        for i in 0..4 {
-            memory.note(100 + i, b"x:1", b"y:1", MS(50));
-        }
-        assert!(!memory.note(5, b"a:1", b"b:1", MS(60)), "forgotten");
     }
 
     #[test]

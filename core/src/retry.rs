@@ -94,6 +94,50 @@ impl TransportFailure {
     }
 }
 
+impl Outcome {
+    /// Every outcome a script can name: the statuses, `Ask`, and each
+    /// transport failure.
+    pub const ALL: [Outcome; 16] = {
+        let mut all = [Outcome::Ask; 16];
+        let mut i = 0;
+        while i < KvStatus::ALL.len() {
+            all[i] = Outcome::Status(KvStatus::ALL[i]);
+            i += 1;
+        }
+        let mut j = 0;
+        while j < TransportFailure::ALL.len() {
+            all[KvStatus::ALL.len() + 1 + j] = Outcome::Transport(TransportFailure::ALL[j]);
+            j += 1;
+        }
+        all
+    };
+
+    /// Its name in scripts and logs: the status's, `Ask`, or the transport
+    /// failure's.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Outcome::Status(status) => status.name(),
+            Outcome::Ask => "Ask",
+            Outcome::Transport(failure) => failure.name(),
+        }
+    }
+
+    /// The outcome of that name, any case.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        Self::ALL
+            .into_iter()
+            .find(|o| o.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a retriable outcome is retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryClass {
@@ -253,7 +297,7 @@ mod tests {
     use KvStatus::*;
 
     // The bounds over whole requests are tested by replaying scripts
-    // (`simulate.rs`); these are single decisions.
+    // (`simulate/script.rs`); these are single decisions.
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
 

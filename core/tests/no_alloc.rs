@@ -51,6 +51,7 @@ fn the_core_never_allocates() {
     let ascii_units: Vec<u16> = "user:1000:".repeat(100).encode_utf16().collect();
     let mut table = SegmentTable::new(vec![NO_OWNER; 16384].into_boxed_slice()).unwrap();
     let mut utf8 = [0u8; 64];
+    #[cfg(feature = "simulate")]
     let script = [
         Outcome::Status(KvStatus::Moved),
         Outcome::Ask,
@@ -126,12 +127,14 @@ fn the_core_never_allocates() {
             ));
             eat(u64::from(_benchable::crc16_on(engine, &long).unwrap_or(0)));
         }
+        #[cfg(feature = "simulate")]
         for step in replay(&script, RetryPolicy::DEFAULT, Duration::from_millis(1)) {
             eat(matches!(step, Step::Wait { .. }) as u64);
         }
         for key in key_lines(b"a\r\nb\n\nc") {
             eat(u64::from(slot_for_key(key)));
         }
+        #[cfg(feature = "simulate")]
         for outcome in parse_script("Moved, Migrating -> Ask, Bogus") {
             eat(outcome.map_or(1, |o| o.name().len() as u64));
         }

@@ -1,8 +1,8 @@
 //! What the command table says of a command, as the servers describe it
 //! in their `COMMAND` replies: flags, arity, key specifications, the
 //! fallback procedure where the specs cannot say everything, and request
-//! and response tips. `command_table.rs` is made of these; `command.rs`
-//! reads them.
+//! and response tips. `table.rs` is made of these; `index.rs` finds them
+//! by name and `keys.rs` reads them.
 
 /// Command flags the table keeps (from `COMMAND`), one bit each.
 pub(crate) mod cmd {
@@ -42,13 +42,6 @@ pub(crate) mod key {
     pub(crate) const VARIABLE_FLAGS: u16 = 1 << 10;
 }
 
-/// Which servers know a command.
-pub(crate) mod server {
-    pub(crate) const REDIS: u8 = 1;
-    pub(crate) const VALKEY: u8 = 2;
-    pub(crate) const BOTH: u8 = REDIS | VALKEY;
-}
-
 /// A command as the servers describe it.
 #[derive(Debug)]
 pub(crate) struct Spec {
@@ -60,8 +53,6 @@ pub(crate) struct Spec {
     pub(crate) keys: &'static [KeySpec],
     pub(crate) fallback: Fallback,
     pub(crate) subcommands: &'static [Spec],
-    #[allow(dead_code)]
-    pub(crate) servers: u8,
 }
 
 /// Where a key spec's search begins.

@@ -6,10 +6,10 @@
 //! Do not edit. Regenerate with `just command-table` (both servers
 //! installed): it runs `tests/src/bin/zaris-command-table.rs`.
 
-use crate::command_spec::{cmd, key, server, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec};
+use super::spec::{cmd, key, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec};
 
 /// Every command, by name (lowercase, in byte order, for binary search);
-/// `command.rs` builds its name index from it at compile time.
+/// `index.rs` builds the name index from it at compile time.
 pub(crate) const TABLE: [Spec; 241] = [
     Spec {
         name: "acl",
@@ -27,7 +27,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "deluser",
@@ -37,7 +36,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "dryrun",
@@ -47,7 +45,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "genpass",
@@ -57,7 +54,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "getuser",
@@ -67,7 +63,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -77,7 +72,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "list",
@@ -87,7 +81,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "load",
@@ -97,7 +90,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "log",
@@ -107,7 +99,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "save",
@@ -117,7 +108,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "setuser",
@@ -127,7 +117,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "users",
@@ -137,7 +126,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "whoami",
@@ -147,10 +135,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "append",
@@ -168,7 +154,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "asking",
@@ -178,7 +163,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "auth",
@@ -193,7 +177,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bgrewriteaof",
@@ -203,7 +186,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bgsave",
@@ -213,7 +195,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bitcount",
@@ -231,7 +212,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bitfield",
@@ -249,7 +229,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::First,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bitfield_ro",
@@ -267,7 +246,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bitop",
@@ -296,7 +274,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bitpos",
@@ -314,7 +291,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "blmove",
@@ -343,7 +319,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "blmpop",
@@ -365,7 +340,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "blpop",
@@ -383,7 +357,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "brpop",
@@ -401,7 +374,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "brpoplpush",
@@ -430,7 +402,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bzmpop",
@@ -452,7 +423,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bzpopmax",
@@ -470,7 +440,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "bzpopmin",
@@ -488,7 +457,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "client",
@@ -506,7 +474,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "capa",
@@ -516,7 +483,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
             Spec {
                 name: "getname",
@@ -526,7 +492,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "getredir",
@@ -536,7 +501,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -546,7 +510,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "id",
@@ -556,7 +519,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "info",
@@ -566,7 +528,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "kill",
@@ -576,7 +537,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "list",
@@ -586,7 +546,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "no-evict",
@@ -596,7 +555,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "no-touch",
@@ -606,7 +564,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
             Spec {
                 name: "pause",
@@ -616,7 +573,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "reply",
@@ -626,7 +582,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "setinfo",
@@ -636,7 +591,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
             Spec {
                 name: "setname",
@@ -646,7 +600,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "tracking",
@@ -656,7 +609,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "trackinginfo",
@@ -666,7 +618,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "unblock",
@@ -676,7 +627,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "unpause",
@@ -686,10 +636,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "cluster",
@@ -707,7 +655,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "addslotsrange",
@@ -717,7 +664,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "bumpepoch",
@@ -727,7 +673,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "count-failure-reports",
@@ -737,7 +682,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "countkeysinslot",
@@ -747,7 +691,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "delslots",
@@ -757,7 +700,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "delslotsrange",
@@ -767,7 +709,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "failover",
@@ -777,7 +718,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "flushslots",
@@ -787,7 +727,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "forget",
@@ -797,7 +736,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "getkeysinslot",
@@ -807,7 +745,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -817,7 +754,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "info",
@@ -827,7 +763,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "keyslot",
@@ -837,7 +772,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "links",
@@ -847,7 +781,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "meet",
@@ -857,7 +790,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "myid",
@@ -867,7 +799,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "myshardid",
@@ -877,7 +808,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
             Spec {
                 name: "nodes",
@@ -887,7 +817,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "replicas",
@@ -897,7 +826,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "replicate",
@@ -907,7 +835,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "reset",
@@ -917,7 +844,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "saveconfig",
@@ -927,7 +853,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "set-config-epoch",
@@ -937,7 +862,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "setslot",
@@ -947,7 +871,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "shards",
@@ -957,7 +880,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "slaves",
@@ -967,7 +889,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "slot-stats",
@@ -977,7 +898,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
             Spec {
                 name: "slots",
@@ -987,10 +907,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "command",
@@ -1008,7 +926,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "docs",
@@ -1018,7 +935,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "getkeys",
@@ -1028,7 +944,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "getkeysandflags",
@@ -1038,7 +953,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -1048,7 +962,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "info",
@@ -1058,7 +971,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "list",
@@ -1068,10 +980,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "config",
@@ -1089,7 +999,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -1099,7 +1008,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "resetstat",
@@ -1109,7 +1017,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "rewrite",
@@ -1119,7 +1026,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "set",
@@ -1129,10 +1035,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "copy",
@@ -1161,7 +1065,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "dbsize",
@@ -1171,7 +1074,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "debug",
@@ -1181,7 +1083,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "decr",
@@ -1199,7 +1100,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "decrby",
@@ -1217,7 +1117,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "del",
@@ -1235,7 +1134,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "discard",
@@ -1245,7 +1143,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "dump",
@@ -1263,7 +1160,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "echo",
@@ -1273,7 +1169,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "eval",
@@ -1295,7 +1190,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "eval_ro",
@@ -1321,7 +1215,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "evalsha",
@@ -1343,7 +1236,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "evalsha_ro",
@@ -1369,7 +1261,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "exec",
@@ -1379,7 +1270,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "exists",
@@ -1397,7 +1287,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "expire",
@@ -1415,7 +1304,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "expireat",
@@ -1433,7 +1321,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "expiretime",
@@ -1451,7 +1338,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "failover",
@@ -1461,7 +1347,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "fcall",
@@ -1483,7 +1368,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "fcall_ro",
@@ -1509,7 +1393,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "flushall",
@@ -1519,7 +1402,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "flushdb",
@@ -1529,7 +1411,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "function",
@@ -1547,7 +1428,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "dump",
@@ -1557,7 +1437,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "flush",
@@ -1567,7 +1446,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -1577,7 +1455,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "kill",
@@ -1587,7 +1464,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "list",
@@ -1597,7 +1473,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "load",
@@ -1607,7 +1482,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "restore",
@@ -1617,7 +1491,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "stats",
@@ -1627,10 +1500,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "geoadd",
@@ -1648,7 +1519,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "geodist",
@@ -1666,7 +1536,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "geohash",
@@ -1684,7 +1553,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "geopos",
@@ -1702,7 +1570,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "georadius",
@@ -1746,7 +1613,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::Georadius,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "georadius_ro",
@@ -1764,7 +1630,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "georadiusbymember",
@@ -1808,7 +1673,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::Georadius,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "georadiusbymember_ro",
@@ -1826,7 +1690,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "geosearch",
@@ -1844,7 +1707,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "geosearchstore",
@@ -1873,7 +1735,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "get",
@@ -1891,7 +1752,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "getbit",
@@ -1909,7 +1769,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "getdel",
@@ -1927,7 +1786,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "getex",
@@ -1945,7 +1803,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "getrange",
@@ -1963,7 +1820,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "getset",
@@ -1981,7 +1837,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hdel",
@@ -1999,7 +1854,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hello",
@@ -2014,7 +1868,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hexists",
@@ -2032,7 +1885,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hget",
@@ -2050,7 +1902,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hgetall",
@@ -2068,7 +1919,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hincrby",
@@ -2086,7 +1936,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hincrbyfloat",
@@ -2104,7 +1953,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hkeys",
@@ -2122,7 +1970,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hlen",
@@ -2140,7 +1987,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hmget",
@@ -2158,7 +2004,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hmset",
@@ -2176,7 +2021,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hrandfield",
@@ -2194,7 +2038,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hscan",
@@ -2212,7 +2055,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hset",
@@ -2230,7 +2072,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hsetnx",
@@ -2248,7 +2089,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hstrlen",
@@ -2266,7 +2106,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "hvals",
@@ -2284,7 +2123,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "incr",
@@ -2302,7 +2140,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "incrby",
@@ -2320,7 +2157,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "incrbyfloat",
@@ -2338,7 +2174,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "info",
@@ -2348,7 +2183,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "keys",
@@ -2358,7 +2192,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lastsave",
@@ -2368,7 +2201,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "latency",
@@ -2386,7 +2218,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "graph",
@@ -2396,7 +2227,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -2406,7 +2236,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "histogram",
@@ -2416,7 +2245,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "history",
@@ -2426,7 +2254,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "latest",
@@ -2436,7 +2263,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "reset",
@@ -2446,10 +2272,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "lcs",
@@ -2467,7 +2291,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lindex",
@@ -2485,7 +2308,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "linsert",
@@ -2503,7 +2325,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "llen",
@@ -2521,7 +2342,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lmove",
@@ -2550,7 +2370,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lmpop",
@@ -2572,7 +2391,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lolwut",
@@ -2582,7 +2400,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lpop",
@@ -2600,7 +2417,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lpos",
@@ -2618,7 +2434,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lpush",
@@ -2636,7 +2451,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lpushx",
@@ -2654,7 +2468,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lrange",
@@ -2672,7 +2485,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lrem",
@@ -2690,7 +2502,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "lset",
@@ -2708,7 +2519,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "ltrim",
@@ -2726,7 +2536,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "memory",
@@ -2744,7 +2553,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -2754,7 +2562,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "malloc-stats",
@@ -2764,7 +2571,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "purge",
@@ -2774,7 +2580,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "stats",
@@ -2784,7 +2589,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "usage",
@@ -2802,10 +2606,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "mget",
@@ -2823,7 +2625,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "migrate",
@@ -2855,7 +2656,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::Migrate,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "module",
@@ -2873,7 +2673,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "list",
@@ -2883,7 +2682,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "load",
@@ -2893,7 +2691,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "loadex",
@@ -2903,7 +2700,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "unload",
@@ -2913,10 +2709,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "monitor",
@@ -2926,7 +2720,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "move",
@@ -2944,7 +2737,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "mset",
@@ -2962,7 +2754,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "msetnx",
@@ -2980,7 +2771,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "multi",
@@ -2995,7 +2785,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "object",
@@ -3021,7 +2810,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "freq",
@@ -3039,7 +2827,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -3049,7 +2836,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "idletime",
@@ -3067,7 +2853,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "refcount",
@@ -3085,10 +2870,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "persist",
@@ -3106,7 +2889,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pexpire",
@@ -3124,7 +2906,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pexpireat",
@@ -3142,7 +2923,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pexpiretime",
@@ -3160,7 +2940,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pfadd",
@@ -3178,7 +2957,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pfcount",
@@ -3196,7 +2974,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pfdebug",
@@ -3214,7 +2991,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pfmerge",
@@ -3243,7 +3019,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pfselftest",
@@ -3253,7 +3028,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "ping",
@@ -3263,7 +3037,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "psetex",
@@ -3281,7 +3054,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "psubscribe",
@@ -3291,7 +3063,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "psync",
@@ -3301,7 +3072,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pttl",
@@ -3319,7 +3089,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "publish",
@@ -3329,7 +3098,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "pubsub",
@@ -3347,7 +3115,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -3357,7 +3124,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "numpat",
@@ -3367,7 +3133,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "numsub",
@@ -3377,7 +3142,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "shardchannels",
@@ -3387,7 +3151,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "shardnumsub",
@@ -3397,10 +3160,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "punsubscribe",
@@ -3410,7 +3171,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "quit",
@@ -3425,7 +3185,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "randomkey",
@@ -3435,7 +3194,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "readonly",
@@ -3445,7 +3203,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "readwrite",
@@ -3455,7 +3212,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "rename",
@@ -3484,7 +3240,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "renamenx",
@@ -3513,7 +3268,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "replconf",
@@ -3523,7 +3277,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "replicaof",
@@ -3533,7 +3286,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "reset",
@@ -3548,7 +3300,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "restore",
@@ -3566,7 +3317,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "restore-asking",
@@ -3584,7 +3334,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "role",
@@ -3594,7 +3343,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "rpop",
@@ -3612,7 +3360,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "rpoplpush",
@@ -3641,7 +3388,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "rpush",
@@ -3659,7 +3405,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "rpushx",
@@ -3677,7 +3422,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sadd",
@@ -3695,7 +3439,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "save",
@@ -3705,7 +3448,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "scan",
@@ -3715,7 +3457,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "scard",
@@ -3733,7 +3474,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "script",
@@ -3751,7 +3491,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "exists",
@@ -3761,7 +3500,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "flush",
@@ -3771,7 +3509,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -3781,7 +3518,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "kill",
@@ -3791,7 +3527,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "load",
@@ -3801,7 +3536,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "show",
@@ -3811,10 +3545,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::VALKEY,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "sdiff",
@@ -3832,7 +3564,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sdiffstore",
@@ -3861,7 +3592,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "select",
@@ -3871,7 +3601,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "set",
@@ -3889,7 +3618,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::First,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "setbit",
@@ -3907,7 +3635,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "setex",
@@ -3925,7 +3652,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "setnx",
@@ -3943,7 +3669,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "setrange",
@@ -3961,7 +3686,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "shutdown",
@@ -3976,7 +3700,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sinter",
@@ -3994,7 +3717,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sintercard",
@@ -4016,7 +3738,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sinterstore",
@@ -4045,7 +3766,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sismember",
@@ -4063,7 +3783,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "slaveof",
@@ -4073,7 +3792,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "slowlog",
@@ -4091,7 +3809,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -4101,7 +3818,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "len",
@@ -4111,7 +3827,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "reset",
@@ -4121,10 +3836,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "smembers",
@@ -4142,7 +3855,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "smismember",
@@ -4160,7 +3872,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "smove",
@@ -4189,7 +3900,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sort",
@@ -4219,7 +3929,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::Sort,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sort_ro",
@@ -4244,7 +3953,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::SortRo,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "spop",
@@ -4262,7 +3970,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "spublish",
@@ -4280,7 +3987,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "srandmember",
@@ -4298,7 +4004,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "srem",
@@ -4316,7 +4021,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sscan",
@@ -4334,7 +4038,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "ssubscribe",
@@ -4352,7 +4055,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "strlen",
@@ -4370,7 +4072,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "subscribe",
@@ -4380,7 +4081,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "substr",
@@ -4398,7 +4098,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sunion",
@@ -4416,7 +4115,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sunionstore",
@@ -4445,7 +4143,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sunsubscribe",
@@ -4463,7 +4160,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "swapdb",
@@ -4473,7 +4169,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "sync",
@@ -4483,7 +4178,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "time",
@@ -4493,7 +4187,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "touch",
@@ -4511,7 +4204,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "ttl",
@@ -4529,7 +4221,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "type",
@@ -4547,7 +4238,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "unlink",
@@ -4565,7 +4255,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "unsubscribe",
@@ -4575,7 +4264,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "unwatch",
@@ -4585,7 +4273,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "wait",
@@ -4595,7 +4282,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "waitaof",
@@ -4605,7 +4291,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         keys: &[],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::VALKEY,
     },
     Spec {
         name: "watch",
@@ -4628,7 +4313,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xack",
@@ -4646,7 +4330,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xadd",
@@ -4664,7 +4347,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xautoclaim",
@@ -4682,7 +4364,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xclaim",
@@ -4700,7 +4381,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xdel",
@@ -4718,7 +4398,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xgroup",
@@ -4744,7 +4423,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "createconsumer",
@@ -4762,7 +4440,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "delconsumer",
@@ -4780,7 +4457,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "destroy",
@@ -4798,7 +4474,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -4808,7 +4483,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "setid",
@@ -4826,10 +4500,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "xinfo",
@@ -4855,7 +4527,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "groups",
@@ -4873,7 +4544,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "help",
@@ -4883,7 +4553,6 @@ pub(crate) const TABLE: [Spec; 241] = [
                 keys: &[],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
             Spec {
                 name: "stream",
@@ -4901,10 +4570,8 @@ pub(crate) const TABLE: [Spec; 241] = [
                 }],
                 fallback: Fallback::None,
                 subcommands: &[],
-                servers: server::BOTH,
             },
         ],
-        servers: server::BOTH,
     },
     Spec {
         name: "xlen",
@@ -4922,7 +4589,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xpending",
@@ -4940,7 +4606,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xrange",
@@ -4958,7 +4623,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xread",
@@ -4979,7 +4643,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::Xread,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xreadgroup",
@@ -5000,7 +4663,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::Xread,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xrevrange",
@@ -5018,7 +4680,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xsetid",
@@ -5036,7 +4697,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "xtrim",
@@ -5054,7 +4714,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zadd",
@@ -5072,7 +4731,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zcard",
@@ -5090,7 +4748,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zcount",
@@ -5108,7 +4765,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zdiff",
@@ -5130,7 +4786,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zdiffstore",
@@ -5163,7 +4818,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zincrby",
@@ -5181,7 +4835,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zinter",
@@ -5203,7 +4856,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zintercard",
@@ -5225,7 +4877,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zinterstore",
@@ -5258,7 +4909,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zlexcount",
@@ -5276,7 +4926,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zmpop",
@@ -5298,7 +4947,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zmscore",
@@ -5316,7 +4964,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zpopmax",
@@ -5334,7 +4981,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zpopmin",
@@ -5352,7 +4998,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrandmember",
@@ -5370,7 +5015,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrange",
@@ -5388,7 +5032,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrangebylex",
@@ -5406,7 +5049,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrangebyscore",
@@ -5424,7 +5066,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrangestore",
@@ -5453,7 +5094,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         ],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrank",
@@ -5471,7 +5111,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrem",
@@ -5489,7 +5128,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zremrangebylex",
@@ -5507,7 +5145,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zremrangebyrank",
@@ -5525,7 +5162,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zremrangebyscore",
@@ -5543,7 +5179,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrevrange",
@@ -5561,7 +5196,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrevrangebylex",
@@ -5579,7 +5213,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrevrangebyscore",
@@ -5597,7 +5230,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zrevrank",
@@ -5615,7 +5247,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zscan",
@@ -5633,7 +5264,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zscore",
@@ -5651,7 +5281,6 @@ pub(crate) const TABLE: [Spec; 241] = [
         }],
         fallback: Fallback::None,
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zunion",
@@ -5673,7 +5302,6 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 2,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
     Spec {
         name: "zunionstore",
@@ -5706,6 +5334,5 @@ pub(crate) const TABLE: [Spec; 241] = [
             first: 3,
         },
         subcommands: &[],
-        servers: server::BOTH,
     },
 ];

@@ -40,6 +40,7 @@ use core::fmt;
 #[cfg(feature = "std")]
 use core::sync::atomic::{AtomicU8, Ordering};
 
+#[cfg(not(target_arch = "x86_64"))]
 use generic::Engine as _;
 
 pub(crate) use gf2::crc_bitwise;
@@ -424,8 +425,8 @@ unsafe fn key_crc_unchecked(engine: CrcEngine, key: &[u8]) -> u16 {
 /// (measured: about 0.3 ns of an 8-byte key's 2.2 ns).
 #[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline(never))]
 fn portable_key_crc(key: &[u8]) -> u16 {
-    if key.len() <= portable::Portable::SHORT_KEY {
-        portable::Portable.short_key_crc(key)
+    if key.len() <= Tables::SHORT_KEY {
+        Tables.short_key_crc(key)
     } else {
         portable_long_key_crc(key)
     }
@@ -437,8 +438,15 @@ fn portable_key_crc(key: &[u8]) -> u16 {
 /// them, 3.4 without).
 #[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), inline(never))]
 fn portable_long_key_crc(key: &[u8]) -> u16 {
-    portable::Portable.long_key_crc(key)
+    Tables.long_key_crc(key)
 }
+
+#[cfg(not(target_arch = "x86_64"))]
+use portable::Portable as Tables;
+/// The tables as this CPU runs them: on x86_64 with SSE2 finding a key's
+/// braces (`x86_64::tables`), elsewhere as they are.
+#[cfg(target_arch = "x86_64")]
+use x86_64::tables::Tables;
 
 /// [`update`] on `engine`.
 ///

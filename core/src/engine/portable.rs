@@ -4,7 +4,6 @@
 
 use super::generic::{Engine, BLOCK};
 use super::gf2::POLY;
-#[cfg(not(target_arch = "x86_64"))]
 use super::swar::load_padded;
 #[cfg(not(target_arch = "wasm32"))]
 use super::swar::load_padded_word;
@@ -110,16 +109,12 @@ impl Engine for Portable {
 
     /// Tables walk a block in about sixteen dependent loads, so testing
     /// each block for a `{` on the way costs a tenth more: the key is
-    /// searched first, then walked once without a test. Up to 64 bytes on
-    /// x86_64 both braces are found at once, by SSE2 compares and
-    /// move-masks (x86_64's baseline); longer keys, and other CPUs, use
-    /// `memchr` (SSE2 or AVX2 on x86_64, a word at a time elsewhere).
+    /// searched first (`memchr`: SSE2 or AVX2 on x86_64, a word at a time
+    /// elsewhere), then walked once without a test. On x86_64 the
+    /// dispatcher runs the tables through `x86_64::tables` instead, which
+    /// finds both braces of a key up to 64 bytes at once.
     #[inline]
     fn long_key_crc(self, key: &[u8]) -> u16 {
-        #[cfg(target_arch = "x86_64")]
-        if key.len() <= 64 {
-            return self.crc_of_key_upto_64(key);
-        }
         if let Some(open) = memchr::memchr(b'{', key) {
             let after = key.get(open + 1..).unwrap_or_default();
             if let Some(close) = memchr::memchr(b'}', after).filter(|&c| c > 0) {
@@ -141,43 +136,19 @@ impl Engine for Portable {
                 Some(tag) => top6_crc(tag),
             };
         }
-        #[cfg(target_arch = "x86_64")]
-        {
-            self.crc_of_key_upto_64(key)
+        let block = load_padded(key);
+        if byte_hits((block >> 64) as u64, b'{') | byte_hits(block as u64, b'{') == 0 {
+            return self.crc_of_block(block, true);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let block = load_padded(key);
-            if byte_hits((block >> 64) as u64, b'{') | byte_hits(block as u64, b'{') == 0 {
-                return self.crc_of_block(block, true);
+        // A tag: found by the reference rule (a word at a time), then
+        // hashed as a block of its own.
+        match tag::span(key) {
+            Some(span) => {
+                let tag = key.get(span).unwrap_or_default();
+                self.crc_of_block(load_padded(tag), tag.len() > 8)
             }
-            // A tag: found by the reference rule (a word at a time), then
-            // hashed as a block of its own.
-            match tag::span(key) {
-                Some(span) => {
-                    let tag = key.get(span).unwrap_or_default();
-                    self.crc_of_block(load_padded(tag), tag.len() > 8)
-                }
-                None => self.crc_of_block(block, true),
-            }
+            None => self.crc_of_block(block, true),
         }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Portable {
-    /// The CRC of the hashed part of a key of 9 to 64 bytes on x86_64: both
-    /// braces found at once by SSE2 masks, then the tag or the whole key
-    /// hashed.
-    #[inline(always)]
-    fn crc_of_key_upto_64(self, key: &[u8]) -> u16 {
-        let tag = super::x86_64::sse2::key_tag_span(key).and_then(|tag| key.get(tag));
-        // A 16-byte key is one block step from memory, without the length
-        // cases of `crc_of_bytes` (measured: 5.1 to 4.5 ns).
-        if let (None, Ok(block)) = (tag, <&[u8; BLOCK]>::try_from(key)) {
-            return step16_bytes(0, block);
-        }
-        self.crc_of_bytes(tag.unwrap_or(key))
     }
 }
 
@@ -272,7 +243,7 @@ pub(crate) fn update_slicing(crc: u16, bytes: &[u8]) -> u16 {
 /// instructions than cutting bytes out of two loaded words.
 #[cfg(not(target_arch = "wasm32"))]
 #[inline(always)]
-fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
+pub(crate) fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
     let t = |k: usize, i: usize| TABLES[k][usize::from(b[i])];
     // Bytes 8 to 15 come out of two 32-bit loads instead: the low two
     // bytes of a register are indexes without a shift (`movzx r, cl/ch`).
@@ -300,7 +271,7 @@ fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
 
 #[cfg(target_arch = "wasm32")]
 #[inline(always)]
-fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
+pub(crate) fn step16_bytes(crc: u16, b: &[u8; BLOCK]) -> u16 {
     let (first, second) = halves(b);
     step16(crc, first.to_be(), second.to_be())
 }

@@ -126,6 +126,15 @@ fn braces_at_every_position_pair() {
                         key.escape_ascii()
                     );
                 }
+                // The tables on their own, as CPUs without SSE2 run them
+                // (on x86_64 the dispatcher finds braces with SSE2).
+                let tables = portable::Portable;
+                let alone = if key.len() <= <portable::Portable as generic::Engine>::SHORT_KEY {
+                    generic::Engine::short_key_crc(tables, &key)
+                } else {
+                    generic::Engine::long_key_crc(tables, &key)
+                };
+                assert_eq!(alone, want, "tables alone {:?}", key.escape_ascii());
             }
         }
     }

@@ -24,9 +24,9 @@
 
 use core::time::Duration;
 
+use crate::redirect::RedirectMemory;
 use crate::refresh::{
-    owner_wait_until, RedirectMemory, RefreshAsk, RefreshGate,
-    OWNER_PROBE_INTERVAL as PROBE_INTERVAL,
+    owner_wait_until, RefreshAsk, RefreshGate, OWNER_PROBE_INTERVAL as PROBE_INTERVAL,
 };
 use crate::retry::{Decision, Outcome, RetryLoop};
 use crate::status::KvStatus;

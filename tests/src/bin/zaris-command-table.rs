@@ -1,4 +1,4 @@
-//! Writes `core/src/command_table.rs`, the core's table of which arguments
+//! Writes `core/src/command/table.rs`, the core's table of which arguments
 //! of each command are keys, from the servers themselves: the `COMMAND`
 //! replies (arity, flags, ACL categories, request and response tips, key
 //! specifications, subcommands) of a real `redis-server` and
@@ -298,15 +298,8 @@ fn policy(request: Option<&str>, response: Option<&str>, connection: bool) -> Re
     })
 }
 
-/// Writes `c` as a `Spec`; `servers` says which servers have it, and
-/// `sub_servers` which have each of its subcommands (default: the same).
-fn write_command(
-    out: &mut String,
-    c: &Command,
-    servers: &str,
-    sub_servers: &BTreeMap<String, &str>,
-    indent: &str,
-) -> Result<()> {
+/// Writes `c` as a `Spec` (a command either server knows: the union).
+fn write_command(out: &mut String, c: &Command, indent: &str) -> Result<()> {
     let mut flags: Vec<String> = Vec::new();
     for flag in &c.flags {
         if let Some((_, name)) = FLAGS.iter().find(|(f, _)| f == flag) {
@@ -351,18 +344,10 @@ fn write_command(
     } else {
         writeln!(out, "{indent}    subcommands: &[")?;
         for sub in &c.subcommands {
-            let theirs = sub_servers.get(&sub.name).copied().unwrap_or(servers);
-            write_command(
-                out,
-                sub,
-                theirs,
-                &BTreeMap::new(),
-                &format!("{indent}        "),
-            )?;
+            write_command(out, sub, &format!("{indent}        "))?;
         }
         writeln!(out, "{indent}    ],")?;
     }
-    writeln!(out, "{indent}    servers: {servers},")?;
     writeln!(out, "{indent}}},")?;
     Ok(())
 }
@@ -440,8 +425,7 @@ fn main() -> Result<()> {
     let mut body = String::new();
     let mut differences: Vec<String> = Vec::new();
     for name in &names {
-        let mut sub_servers: BTreeMap<String, &str> = BTreeMap::new();
-        let (entry, servers) = match (redis.get(*name), valkey.get(*name)) {
+        let entry = match (redis.get(*name), valkey.get(*name)) {
             (Some(r), Some(v)) => {
                 let mut merged = merge(name, r, v)?;
                 // Subcommands: the union, merged where both have one.
@@ -457,15 +441,12 @@ fn main() -> Result<()> {
                 for sub in sub_names {
                     let rs = r.subcommands.iter().find(|s| &s.name == sub);
                     let vs = v.subcommands.iter().find(|s| &s.name == sub);
-                    let (entry, servers) = match (rs, vs) {
-                        (Some(a), Some(b)) => {
-                            (merge(&format!("{name}|{sub}"), a, b)?, "server::BOTH")
-                        }
-                        (Some(a), None) => (a.clone(), "server::REDIS"),
-                        (None, Some(b)) => (b.clone(), "server::VALKEY"),
+                    let entry = match (rs, vs) {
+                        (Some(a), Some(b)) => merge(&format!("{name}|{sub}"), a, b)?,
+                        (Some(a), None) => a.clone(),
+                        (None, Some(b)) => b.clone(),
                         (None, None) => unreachable!("a name from one of the two lists"),
                     };
-                    sub_servers.insert(sub.clone(), servers);
                     merged.subcommands.push(entry);
                 }
                 if r.arity != v.arity {
@@ -474,13 +455,13 @@ fn main() -> Result<()> {
                         r.arity, v.arity
                     ));
                 }
-                (merged, "server::BOTH")
+                merged
             }
-            (Some(r), None) => (r.clone(), "server::REDIS"),
-            (None, Some(v)) => (v.clone(), "server::VALKEY"),
+            (Some(r), None) => r.clone(),
+            (None, Some(v)) => v.clone(),
             (None, None) => unreachable!("a name from one of the two maps"),
         };
-        write_command(&mut body, &entry, servers, &sub_servers, "    ")?;
+        write_command(&mut body, &entry, "    ")?;
     }
     for difference in &differences {
         eprintln!("note: {difference}");
@@ -495,10 +476,10 @@ fn main() -> Result<()> {
 //! Do not edit. Regenerate with `just command-table` (both servers
 //! installed): it runs `tests/src/bin/zaris-command-table.rs`.
 
-use crate::command_spec::{{cmd, key, server, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec}};
+use super::spec::{{cmd, key, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec}};
 
 /// Every command, by name (lowercase, in byte order, for binary search);
-/// `command.rs` builds its name index from it at compile time.
+/// `index.rs` builds the name index from it at compile time.
 pub(crate) const TABLE: [Spec; {count}] = [
 {body}];
 "
@@ -508,7 +489,8 @@ pub(crate) const TABLE: [Spec; {count}] = [
         "..",
         "core",
         "src",
-        "command_table.rs",
+        "command",
+        "table.rs",
     ]
     .iter()
     .collect();

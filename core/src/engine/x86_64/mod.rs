@@ -1,6 +1,7 @@
 //! x86_64: one file per instruction-set tier, each wider one building on
 //! the 128-bit one for short keys and reductions, and below them all the
-//! SSE2 baseline (`sse2.rs`), which the portable tables use too. `engine/mod.rs` detects
+//! SSE2 baseline (`sse2.rs`), which also finds a key's braces for the
+//! portable tables (`tables.rs`). `engine/mod.rs` detects
 //! the tiers and dispatches; nothing here picks.
 
 /// A tier's `crc`: the CRC of any bytes from state 0, from the 128-bit
@@ -36,4 +37,5 @@ macro_rules! crc_from_zero {
 pub(crate) mod avx512;
 pub(crate) mod pclmul;
 pub(crate) mod sse2;
+pub(crate) mod tables;
 pub(crate) mod vpclmul256;
