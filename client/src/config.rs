@@ -50,15 +50,10 @@ pub enum Protocol {
     Resp3,
 }
 
-/// Requests timed out in a row that open a node (docs/behaviour.md §5,
-/// "Opened nodes").
-pub const OPEN_AFTER_TIMEOUTS: u32 = 3;
-/// Reconnects to a node back off from this after a failed attempt,
-/// doubling per failure in a row ...
-pub const RECONNECT_BACKOFF_BASE: Duration = Duration::from_millis(10);
-/// ... to at most this (the probe interval of a dead owner's waiting
-/// requests), each delay less a random part of up to half.
-pub const RECONNECT_BACKOFF_CAP: Duration = Duration::from_millis(500);
+/// A node's health is the core's rule (`zaris_core::health`): requests
+/// timed out in a row that open a node (docs/behaviour.md §5, "Opened
+/// nodes"), and the reconnect backoff's base and cap.
+pub use zaris_core::{OPEN_AFTER_TIMEOUTS, RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP};
 
 /// The poll interval of docs/behaviour.md §5: a lost push heals within it.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);

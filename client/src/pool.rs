@@ -7,12 +7,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
-use crate::config::{OPEN_AFTER_TIMEOUTS, RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP};
+use zaris_core::{opens_after, probe_due, recently_failed, reconnect_delay};
+
 use crate::conn::{connect, ConnError, ConnOptions, Connection};
 
 /// One node: its address and its one shared connection, made on first use
@@ -39,10 +40,10 @@ pub(crate) struct Node {
     /// `MASTERDOWN`, `LOADING`: the status `Unavailable`; ms +1; 0: it has
     /// answered otherwise since): it cannot serve its slots now, so
     /// requests for them wait instead of spending attempts, one going
-    /// ahead per [`PROBE_INTERVAL_MS`] to find out when it can.
+    /// ahead per [`zaris_core::OWNER_PROBE_INTERVAL`] to find out when it can.
     down_at: AtomicU64,
     /// When a waiting request last tried it while refused or down: at most
-    /// one try per [`PROBE_INTERVAL_MS`], however many wait.
+    /// one try per [`zaris_core::OWNER_PROBE_INTERVAL`], however many wait.
     probed_at: AtomicU64,
     /// Room for requests in flight on its shared connection
     /// (`Builder::max_in_flight_per_node`), and that limit.
@@ -50,9 +51,9 @@ pub(crate) struct Node {
     max_in_flight: usize,
     /// Requests on it that timed out in a row (any answer resets it).
     timeouts: AtomicU32,
-    /// Opened: [`OPEN_AFTER_TIMEOUTS`] requests in a row timed out, so new
+    /// Opened: [`zaris_core::OPEN_AFTER_TIMEOUTS`] requests in a row timed out, so new
     /// ones wait, unsent, for the map to move its slots (one going ahead
-    /// per [`PROBE_INTERVAL_MS`] as the probe) instead of joining a queue
+    /// per [`zaris_core::OWNER_PROBE_INTERVAL`] as the probe) instead of joining a queue
     /// that does not drain. Closed by its next answer.
     open: AtomicBool,
     times_opened: AtomicU64,
@@ -64,46 +65,28 @@ pub(crate) struct Node {
     backoffs: AtomicU64,
 }
 
-/// Reconnects back off exponentially from this, per node, to at most the
-/// cap (the probe interval: a node that comes back is found no later than
-/// the waiting requests' probe would find it), each delay jittered down by
-/// up to half, so that many clients do not dial a restarted node in step.
-const RECONNECT_BASE_MS: u64 = RECONNECT_BACKOFF_BASE.as_millis() as u64;
-const RECONNECT_CAP_MS: u64 = RECONNECT_BACKOFF_CAP.as_millis() as u64;
-const _: () = assert!(RECONNECT_CAP_MS == PROBE_INTERVAL_MS);
-
-/// The wait before the next connection attempt after `failures` in a row:
-/// `min(cap, base * 2^(failures - 1))`, less up to half of it at random.
-pub(crate) fn reconnect_delay_ms(failures: u32, random: u64) -> u64 {
-    if failures == 0 {
-        return 0;
-    }
-    let full = RECONNECT_BASE_MS
-        .saturating_mul(1 << (failures - 1).min(20))
-        .min(RECONNECT_CAP_MS);
-    full - random % (full / 2 + 1)
-}
-
-/// A number that differs from call to call (the jitter's).
+/// A number that differs from call to call (the reconnect jitter's draw).
 fn random() -> u64 {
     let state = std::collections::hash_map::RandomState::new();
     std::hash::BuildHasher::hash_one(&state, Instant::now())
 }
 
-/// A node that refuses connections is tried again this often by the
-/// requests that wait for it (a master restarted without a failover comes
-/// back this way): the core's rule.
-const PROBE_INTERVAL_MS: u64 = zaris_core::OWNER_PROBE_INTERVAL.as_millis() as u64;
-
-/// A replica whose connection failed is passed over for reads this long,
-/// then tried again.
-const REPLICA_PAUSE_MS: u64 = 2_000;
-
-/// Milliseconds since the first call (+1), for `failed_at`.
+/// Milliseconds since the first call (+1, so that 0 in the atomics below
+/// means never).
 fn clock_ms() -> u64 {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     let origin = *ORIGIN.get_or_init(Instant::now);
     u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+}
+
+/// A time of [`clock_ms`] as the core's rules take it (0: never).
+fn at(ms: u64) -> Option<Duration> {
+    (ms != 0).then(|| Duration::from_millis(ms))
+}
+
+/// Now, as the core's rules take it.
+fn now() -> Duration {
+    Duration::from_millis(clock_ms())
 }
 
 /// At most this many spare dedicated connections per node.
@@ -155,8 +138,8 @@ impl Node {
     }
 
     /// A new connection, unless the last attempts failed moments ago (then
-    /// the last error, at once): reconnects back off, per node, by
-    /// [`reconnect_delay_ms`].
+    /// the last error, at once): reconnects back off, per node, by the
+    /// core's [`reconnect_delay`].
     async fn dial(
         &self,
         timeout: std::time::Duration,
@@ -182,14 +165,15 @@ impl Node {
             }
             Err(e) => {
                 let failures = self.dial_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                let delay = reconnect_delay_ms(failures, random());
+                let delay = reconnect_delay(failures, random());
                 *self
                     .last_dial_error
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+                let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
                 self.next_dial_at
-                    .store(clock_ms() + delay, Ordering::Relaxed);
-                tracing::debug!(addr = %self.addr, failures, delay_ms = delay, error = %e, "connecting failed: backing off");
+                    .store(clock_ms().saturating_add(delay_ms), Ordering::Relaxed);
+                tracing::debug!(addr = %self.addr, failures, delay_ms, error = %e, "connecting failed: backing off");
                 Err(e)
             }
         }
@@ -245,7 +229,7 @@ impl Node {
     /// Whether a request may be sent to it now: never while it refuses
     /// connections (a waiting request probes it by connecting instead);
     /// while it says the cluster is down, one request per
-    /// [`PROBE_INTERVAL_MS`], the one that claims the probe; otherwise
+    /// [`zaris_core::OWNER_PROBE_INTERVAL`], the one that claims the probe; otherwise
     /// always.
     pub(crate) fn may_send(&self) -> bool {
         if self.refusing() {
@@ -256,8 +240,7 @@ impl Node {
 
     /// Whether a probe of it is due (unclaimed).
     pub(crate) fn probe_due(&self) -> bool {
-        let last = self.probed_at.load(Ordering::Relaxed);
-        last == 0 || clock_ms().saturating_sub(last) >= PROBE_INTERVAL_MS
+        probe_due(at(self.probed_at.load(Ordering::Relaxed)), now())
     }
 
     /// Claims the probe if it is due: `true` for the one caller that may
@@ -265,15 +248,15 @@ impl Node {
     fn claim_probe(&self) -> bool {
         let last = self.probed_at.load(Ordering::Relaxed);
         let now = clock_ms();
-        let due = last == 0 || now.saturating_sub(last) >= PROBE_INTERVAL_MS;
-        due && self
-            .probed_at
-            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+        probe_due(at(last), Duration::from_millis(now))
+            && self
+                .probed_at
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// For a request waiting on a refusing node: tries to connect, if no
-    /// other waiter has within [`PROBE_INTERVAL_MS`]; whether it answers now.
+    /// other waiter has within [`zaris_core::OWNER_PROBE_INTERVAL`]; whether it answers now.
     pub(crate) async fn probe(&self, timeout: std::time::Duration, options: &ConnOptions) -> bool {
         if !self.refusing() {
             return true;
@@ -304,7 +287,7 @@ impl Node {
             Err(ConnError::TimedOut) => {
                 self.unanswered.store(true, Ordering::Relaxed);
                 let timeouts = self.timeouts.fetch_add(1, Ordering::Relaxed) + 1;
-                if timeouts >= OPEN_AFTER_TIMEOUTS && !self.open.swap(true, Ordering::Relaxed) {
+                if opens_after(timeouts) && !self.open.swap(true, Ordering::Relaxed) {
                     self.times_opened.fetch_add(1, Ordering::Relaxed);
                     crate::metrics::opened(&self.addr);
                     tracing::warn!(addr = %self.addr, timeouts, "requests keep timing out: opened");
@@ -314,10 +297,10 @@ impl Node {
         }
     }
 
-    /// Whether connecting failed within the last [`REPLICA_PAUSE_MS`].
+    /// Whether connecting failed within the last
+    /// [`zaris_core::REPLICA_PAUSE`].
     pub(crate) fn recently_failed(&self) -> bool {
-        let at = self.failed_at.load(Ordering::Relaxed);
-        at != 0 && clock_ms().saturating_sub(at) < REPLICA_PAUSE_MS
+        recently_failed(at(self.failed_at.load(Ordering::Relaxed)), now())
     }
 
     /// A connection no one else uses: a spare if one is alive, else a new
@@ -450,24 +433,9 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use zaris_core::OPEN_AFTER_TIMEOUTS;
 
-    #[test]
-    fn reconnects_back_off_exponentially_with_jitter_to_a_cap() {
-        assert_eq!(reconnect_delay_ms(0, 7), 0);
-        // No jitter drawn: the full delay, doubling to the cap.
-        let full: Vec<u64> = (1..=8).map(|n| reconnect_delay_ms(n, 0)).collect();
-        assert_eq!(full, [10, 20, 40, 80, 160, 320, 500, 500]);
-        assert_eq!(reconnect_delay_ms(u32::MAX, 0), 500);
-        // Jitter takes off at most half.
-        for random in [1, 2, 99, 250, u64::MAX] {
-            for n in 1..10 {
-                let d = reconnect_delay_ms(n, random);
-                let full = reconnect_delay_ms(n, 0);
-                assert!(d <= full && d >= full / 2, "{n} failures, {random}: {d}");
-            }
-        }
-    }
+    use super::*;
 
     #[test]
     fn repeated_time_outs_open_a_node_and_an_answer_closes_it() {

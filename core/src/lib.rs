@@ -45,6 +45,7 @@ mod cluster_nodes;
 mod command;
 mod crc16;
 mod engine;
+mod health;
 mod lines;
 mod placement;
 mod policy;
@@ -68,6 +69,10 @@ pub use command::{
 };
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};
+pub use health::{
+    opens_after, probe_due, recently_failed, reconnect_delay, OPEN_AFTER_TIMEOUTS,
+    RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP, REPLICA_PAUSE,
+};
 pub use lines::{key_lines, KeyLines};
 pub use placement::{
     hash_tag, hash_tag_span, segment_for_key, segment_for_slot, slot_for_key, SegmentCount,
