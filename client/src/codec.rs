@@ -12,8 +12,9 @@
 //! the same benchmark decoding was about a sixth of the client's CPU time.
 //! Here every complete reply in the buffer is found in one scan, taken off
 //! as one frozen chunk, and built from it: a bulk string is a slice of that
-//! chunk, no copy. The frames are `redis-protocol`'s own type, and the
-//! tests hold this parser to its decoder, byte for byte, whole and cut
+//! chunk, no copy. The frames are this module's own [`Frame`] (simple
+//! errors held as `redis-protocol`'s `Str`), and the tests hold this
+//! parser to `redis-protocol`'s decoder, byte for byte, whole and cut
 //! anywhere.
 //!
 //! Both RESP2 and RESP3 replies are read (RESP3 only comes after

@@ -381,13 +381,8 @@ impl Inner {
         let encoded = self.encode_command(&mut bytes, args, info);
         Part {
             route,
-            packed: Packed {
-                name: info.name(),
-                bytes: bytes.freeze(),
-                replies: encoded.replies,
-                blocking: encoded.blocking,
-                read: encoded.read,
-            },
+            packed: Packed::new(info.name(), bytes.freeze(), encoded.replies)
+                .flagged(encoded.blocking, encoded.read),
             write: encoded.write,
         }
     }

@@ -58,12 +58,12 @@ pub const MAX_KNOWN_SCRIPTS: usize = 1024;
 #[derive(Clone)]
 pub struct RedisConnection {
     client: Client,
-    shared: Arc<Shared>,
+    kept: Arc<Kept>,
 }
 
-/// What the clones of a connection share.
+/// What a connection keeps, shared by its clones.
 #[derive(Default)]
-struct Shared {
+struct Kept {
     /// The scripts `SCRIPT LOAD`ed through it, by SHA-1: their `EVALSHA`
     /// falls back to the source on the same owner ([`Client::invoke`]).
     scripts: Mutex<HashMap<String, Script>>,
@@ -85,7 +85,7 @@ impl Client {
     pub fn redis_compat(&self) -> RedisConnection {
         RedisConnection {
             client: self.clone(),
-            shared: Arc::default(),
+            kept: Arc::default(),
         }
     }
 }
@@ -162,7 +162,7 @@ impl RedisConnection {
         let numkeys: usize = std::str::from_utf8(numkeys).ok()?.parse().ok()?;
         let (keys, rest) = rest.split_at_checked(numkeys)?;
         let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        let script = lock(&self.shared.scripts).get(&sha)?.clone();
+        let script = lock(&self.kept.scripts).get(&sha)?.clone();
         Some(Invocation {
             script,
             keys,
@@ -183,7 +183,7 @@ impl RedisConnection {
             return;
         };
         let script = Script::new(source);
-        let mut scripts = lock(&self.shared.scripts);
+        let mut scripts = lock(&self.kept.scripts);
         if sha.eq_ignore_ascii_case(script.sha().as_bytes()) && scripts.len() < MAX_KNOWN_SCRIPTS {
             scripts.insert(script.sha().to_owned(), script);
         }
@@ -196,11 +196,11 @@ impl RedisConnection {
     async fn scan(&self, args: &[&[u8]]) -> Result<Value, Error> {
         let (cursor, options) = scan_args(args)?;
         let (cursor, mut scan) = if cursor == 0 {
-            let mut scans = lock(&self.shared.scans);
+            let mut scans = lock(&self.kept.scans);
             scans.last += 1;
             (scans.last, self.client.scan(options))
         } else {
-            let open = lock(&self.shared.scans).open.remove(&cursor);
+            let open = lock(&self.kept.scans).open.remove(&cursor);
             let scan = open.ok_or_else(|| {
                 Error::Server(format!(
                     "ERR invalid cursor {cursor}: not one this connection has open (a scan's cursors are its connection's own; at most {MAX_OPEN_SCANS} stay open)"
@@ -213,7 +213,7 @@ impl RedisConnection {
             None => (0, Vec::new()),
         };
         if next != 0 {
-            let mut scans = lock(&self.shared.scans);
+            let mut scans = lock(&self.kept.scans);
             scans.open.insert(next, scan);
             while scans.open.len() > MAX_OPEN_SCANS {
                 scans.open.pop_first();

@@ -27,7 +27,8 @@ struct Flight {
 pub(crate) enum Refreshed {
     /// A refresh (started by this caller or ridden) finished.
     Done,
-    /// The map was refreshed less than 500 ms ago: nothing to do.
+    /// The map was refreshed within the minimum interval
+    /// (`Builder::refresh_min_interval`, 500 ms by default): nothing to do.
     Debounced,
     /// The wait ran out; the refresh goes on for others.
     StoppedWaiting,

@@ -90,13 +90,7 @@ impl Inner {
         let mut bytes = room_for(args);
         write_command(&mut bytes, args);
         let replies = 1 + usize::from(self.append_wait(&mut bytes));
-        Packed {
-            name,
-            bytes: bytes.freeze(),
-            replies,
-            blocking: false,
-            read: false,
-        }
+        Packed::new(name, bytes.freeze(), replies)
     }
 
     /// Appends `WAIT` to a write in `buf` when writes are durable; whether

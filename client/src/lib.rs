@@ -55,6 +55,7 @@ pub mod compat;
 mod config;
 mod conn;
 mod error;
+mod failure;
 mod gate;
 mod inner;
 mod metrics;

@@ -13,6 +13,8 @@ use crate::codec::encoded_len;
 use crate::command::{join, Join, Plan};
 use crate::inner::Inner;
 use crate::route::{Requests, Route};
+use crate::script::{is_noscript, Script};
+use crate::stats::Counters;
 use crate::{Client, Error, Value};
 
 /// Commands collected to run together (see [`Client::pipeline`]).
@@ -38,7 +40,7 @@ pub struct Pipeline {
     uncommon: Vec<(usize, Command)>,
     /// Script entries (their place, and their `EVAL`) to send again if
     /// answered `NOSCRIPT`.
-    pub(crate) fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
+    fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
 }
 
 /// One request of a pipeline.
@@ -214,6 +216,52 @@ impl Pipeline {
     pub(crate) fn client(&self) -> Client {
         Client {
             inner: self.inner.clone(),
+        }
+    }
+}
+
+impl Pipeline {
+    /// Adds `script` with `keys` and `args`: `EVALSHA` in the pipeline; an
+    /// entry answered `NOSCRIPT` is sent again as `EVAL` once the pipeline
+    /// has run (so it runs after the pipeline's other commands on its node).
+    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &mut self,
+        script: &Script,
+        keys: &[K],
+        args: &[A],
+    ) -> &mut Self {
+        let at = self.len();
+        self.cmd(&script.command(false, keys, args));
+        self.fallbacks.push((at, script.command(true, keys, args)));
+        self
+    }
+
+    /// After a run: the script entries answered `NOSCRIPT`, sent again as
+    /// `EVAL` together, their answers put in place.
+    async fn run_fallbacks(
+        &mut self,
+        fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
+        results: &mut [Result<Value, Error>],
+    ) {
+        let missing: Vec<(usize, Vec<Vec<u8>>)> = fallbacks
+            .into_iter()
+            .filter(|(at, _)| results.get(*at).is_some_and(is_noscript))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        for _ in &missing {
+            Counters::bump(&self.inner.counters.noscript_fallbacks);
+        }
+        let mut again = self.client().pipeline();
+        for (_, command) in &missing {
+            again.cmd(command);
+        }
+        let Ok(answers) = Box::pin(again.run()).await else {
+            return;
+        };
+        for ((at, _), answer) in missing.into_iter().zip(answers) {
+            results[at] = answer;
         }
     }
 }

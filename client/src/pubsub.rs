@@ -31,10 +31,9 @@ use zaris_core::slot_for_key;
 
 use crate::codec::{encode, encode_into, take_frames, Frame, Limits};
 use crate::conn::{open, ConnError};
+use crate::failure::{conn_error, read_reply, Inside, Reading};
 use crate::inner::Inner;
 use crate::ownership::Revealed;
-use crate::reply::{classify, Classified};
-use crate::request::conn_error;
 use crate::route::{pack, Route};
 use crate::stats::RefreshCause;
 use crate::{Client, Error};
@@ -430,7 +429,7 @@ impl Subscriber {
             Frame::Error(_) => {
                 // A refused SSUBSCRIBE (MOVED, CLUSTERDOWN): the map hint is
                 // taken, and the channels not yet confirmed there go again.
-                if let Classified::Moved { slot, addr: to } = classify(&frame, addr) {
+                if let Reading::Moved { slot, to } = read_reply(&frame, addr, Inside::Request) {
                     self.inner.push(slot, slot, &to, Revealed::Moved);
                 }
                 self.refresh_needed = true;

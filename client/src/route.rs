@@ -45,22 +45,36 @@ pub(crate) struct Packed {
 }
 
 impl Packed {
+    /// `bytes`, encoded already, producing `replies` replies: neither
+    /// blocking nor a read until said ([`Packed::reading`],
+    /// [`Packed::flagged`]). The one way a `Packed` is made.
+    pub(crate) fn new(name: &'static str, bytes: Bytes, replies: usize) -> Self {
+        Self {
+            name,
+            bytes,
+            replies,
+            blocking: false,
+            read: false,
+        }
+    }
+
     /// The same command, marked as a read.
     pub(crate) fn reading(mut self) -> Self {
         self.read = true;
+        self
+    }
+
+    /// The same command, blocking and a read as the core's key specs say.
+    pub(crate) fn flagged(mut self, blocking: bool, read: bool) -> Self {
+        self.blocking = blocking;
+        self.read = read;
         self
     }
 }
 
 /// `commands` encoded back to back.
 pub(crate) fn pack(name: &'static str, commands: &[&[&[u8]]]) -> Packed {
-    Packed {
-        name,
-        bytes: encode(commands),
-        replies: commands.len(),
-        blocking: false,
-        read: false,
-    }
+    Packed::new(name, encode(commands), commands.len())
 }
 
 /// The requests a call of [`Inner::execute_all`] runs, by number: a list

@@ -7,9 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::pipeline::Pipeline;
 use crate::stats::Counters;
-use crate::transaction::Transaction;
 use crate::{Client, Error, Value};
 
 /// A Lua script, by its source and its SHA-1 (what `EVALSHA` names).
@@ -56,7 +54,7 @@ impl Script {
 
     /// `EVALSHA sha numkeys keys.. args..` (or `EVAL source ...` when
     /// `by_source`).
-    fn command<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+    pub(crate) fn command<K: AsRef<[u8]>, A: AsRef<[u8]>>(
         &self,
         by_source: bool,
         keys: &[K],
@@ -78,7 +76,7 @@ impl Script {
 }
 
 /// Whether a server error says the script is not in that node's cache.
-fn is_noscript(result: &Result<Value, Error>) -> bool {
+pub(crate) fn is_noscript(result: &Result<Value, Error>) -> bool {
     matches!(result, Err(Error::Server(message)) if message.starts_with("NOSCRIPT"))
 }
 
@@ -105,66 +103,6 @@ impl Client {
         Counters::bump(&self.inner.counters.noscript_fallbacks);
         tracing::debug!(sha = script.sha(), "NOSCRIPT: sending the script itself");
         self.cmd(&script.command(true, keys, args)).await
-    }
-}
-
-impl Pipeline {
-    /// Adds `script` with `keys` and `args`: `EVALSHA` in the pipeline; an
-    /// entry answered `NOSCRIPT` is sent again as `EVAL` once the pipeline
-    /// has run (so it runs after the pipeline's other commands on its node).
-    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
-        &mut self,
-        script: &Script,
-        keys: &[K],
-        args: &[A],
-    ) -> &mut Self {
-        let at = self.len();
-        self.cmd(&script.command(false, keys, args));
-        self.fallbacks.push((at, script.command(true, keys, args)));
-        self
-    }
-
-    /// After a run: the script entries answered `NOSCRIPT`, sent again as
-    /// `EVAL` together, their answers put in place.
-    pub(crate) async fn run_fallbacks(
-        &mut self,
-        fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
-        results: &mut [Result<Value, Error>],
-    ) {
-        let missing: Vec<(usize, Vec<Vec<u8>>)> = fallbacks
-            .into_iter()
-            .filter(|(at, _)| results.get(*at).is_some_and(is_noscript))
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
-        for _ in &missing {
-            Counters::bump(&self.inner.counters.noscript_fallbacks);
-        }
-        let mut again = self.client().pipeline();
-        for (_, command) in &missing {
-            again.cmd(command);
-        }
-        let Ok(answers) = Box::pin(again.run()).await else {
-            return;
-        };
-        for ((at, _), answer) in missing.into_iter().zip(answers) {
-            results[at] = answer;
-        }
-    }
-}
-
-impl Transaction {
-    /// Queues `script` with `keys` and `args` as `EVAL` (its source): a
-    /// `NOSCRIPT` inside `EXEC` could not be recovered without running the
-    /// other commands twice.
-    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
-        &mut self,
-        script: &Script,
-        keys: &[K],
-        args: &[A],
-    ) -> &mut Self {
-        self.cmd(&script.command(true, keys, args))
     }
 }
 

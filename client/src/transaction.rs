@@ -19,10 +19,13 @@ use zaris_core::{command_target, KvStatus, Outcome, Target};
 
 use crate::codec::{encode, Frame};
 use crate::conn::{ConnError, Connection};
+use crate::failure::{
+    conn_error, conn_failure, read_reply, route_failure, Failure, Inside, Reading,
+};
 use crate::inner::Inner;
 use crate::pool::Node;
-use crate::reply::{classify, Classified};
-use crate::request::{conn_error, conn_failure, Failure, Retrying};
+use crate::request::Retrying;
+use crate::script::Script;
 use crate::stats::Counters;
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
@@ -105,32 +108,22 @@ impl Client {
                 continue;
             };
             let watched = conn.request(&encode(&[&watch]), 1, timeout).await;
-            match watched
-                .as_deref()
-                .map(|f| f.first().map(|f| classify(f, &node.addr)))
-            {
-                Ok(Some(Classified::Answer)) => {}
-                Ok(Some(routing)) => {
-                    inner
-                        .after_failure(&mut state, routing_failure(inner, routing, &node.addr)?)
-                        .await?;
-                    continue;
-                }
-                Ok(None) | Err(_) => {
-                    inner
-                        .after_failure(
-                            &mut state,
-                            Failure {
-                                stale_map: false,
-                                outcome: Outcome::Transport(
-                                    zaris_core::TransportFailure::ConnectionReset,
-                                ),
-                                detail: format!("{}: WATCH got no answer", node.addr),
-                            },
-                        )
-                        .await?;
-                    continue;
-                }
+            let failure = match watched {
+                Ok(frames) => match frames.first() {
+                    Some(reply) => match read_reply(reply, &node.addr, Inside::Multi) {
+                        Reading::Answer => None,
+                        reading => Some(failure_of(inner, reading, &node.addr)?),
+                    },
+                    None => Some(Failure::new(
+                        Outcome::Transport(zaris_core::TransportFailure::ConnectionReset),
+                        format!("{}: WATCH got no answer", node.addr),
+                    )),
+                },
+                Err(e) => Some(conn_failure(e, &node.addr)?),
+            };
+            if let Some(failure) = failure {
+                inner.after_failure(&mut state, failure).await?;
+                continue;
             }
             let handle = Watched {
                 conn: conn.clone(),
@@ -198,13 +191,9 @@ impl Watched {
             .await
             .map_err(|e| conn_error(e, &self.addr))?;
         let first = frames.into_iter().next().unwrap_or(Frame::Null);
-        match classify(&first, &self.addr) {
-            Classified::Answer => Ok(from_frame(first)),
-            Classified::Auth(detail) => Err(Error::Auth {
-                node: self.addr.to_string(),
-                detail,
-            }),
-            Classified::ServerError(message) => Err(Error::Server(message)),
+        match read_reply(&first, &self.addr, Inside::Multi) {
+            Reading::Answer => Ok(from_frame(first)),
+            Reading::Fatal(e) => Err(e),
             _ => Err(Error::Status {
                 status: KvStatus::Moved,
                 attempts: 1,
@@ -287,12 +276,7 @@ async fn attempt_on(
     let node = match inner.snapshot.load().owner_of_slot(slot) {
         Ok(node) => node.clone(),
         Err(e) => {
-            let failure = Failure {
-                stale_map: false,
-                outcome: Outcome::Transport(zaris_core::TransportFailure::NoOwnerMapped),
-                detail: e.to_string(),
-            };
-            inner.after_failure(state, failure).await?;
+            inner.after_failure(state, route_failure(&e)).await?;
             return Ok(None);
         }
     };
@@ -383,12 +367,12 @@ async fn run_block(
                 .iter()
                 .find(|f| matches!(f, Frame::Error(_)))
                 .unwrap_or(exec);
-            match classify(refused, addr) {
-                Classified::Answer => Ran::Fatal(Error::Protocol {
+            match read_reply(refused, addr, Inside::Multi) {
+                Reading::Answer => Ran::Fatal(Error::Protocol {
                     node: addr.to_owned(),
                     detail: "EXEC failed without a reason".into(),
                 }),
-                routing => match routing_failure(inner, routing, addr) {
+                reading => match failure_of(inner, reading, addr) {
                     Ok(failure) => Ran::NotApplied(failure),
                     Err(fatal) => Ran::Fatal(fatal),
                 },
@@ -401,31 +385,33 @@ async fn run_block(
     }
 }
 
-/// A routing reply (to `WATCH`, or the refusal in an `EXECABORT`) from
-/// `from` as a failure for the retry loop: a `MOVED` handled as for any
-/// request ([`Inner::moved`]: counted, the hint followed unless it closes a
-/// loop); an `ASK` waited out as `TRYAGAIN` is (inside `MULTI` it cannot be
-/// followed: `ASKING` is queued like the rest).
-fn routing_failure(inner: &Inner, routing: Classified, from: &str) -> Result<Failure, Error> {
-    Ok(match routing {
-        Classified::Moved { slot, addr } => inner.moved(slot, from, &addr),
-        Classified::Ask { addr } => Failure {
-            stale_map: false,
-            outcome: Outcome::Status(KvStatus::Migrating),
-            detail: format!("ASK {addr}"),
-        },
-        Classified::Status(status) => Failure {
-            stale_map: false,
-            outcome: Outcome::Status(status),
-            detail: status.name().to_owned(),
-        },
-        Classified::Auth(detail) => {
-            return Err(Error::Auth {
-                node: from.to_owned(),
-                detail,
-            })
-        }
-        Classified::ServerError(message) => return Err(Error::Server(message)),
-        Classified::Answer => unreachable!("only routing replies get here"),
-    })
+/// A reply inside a transaction (to `WATCH`, or the refusal in an
+/// `EXECABORT`) from `from` that is no answer, as read by
+/// [`read_reply`]: a `MOVED` handled as for any request ([`Inner::moved`]:
+/// counted, the hint followed unless it closes a loop), any other churn
+/// for the retry loop, the rest surfaced.
+fn failure_of(inner: &Inner, reading: Reading, from: &str) -> Result<Failure, Error> {
+    match reading {
+        Reading::Moved { slot, to } => Ok(inner.moved(slot, from, &to)),
+        Reading::Failed(failure) | Reading::Ask { failure, .. } => Ok(failure),
+        Reading::Fatal(e) => Err(e),
+        Reading::Answer => Err(Error::Protocol {
+            node: from.to_owned(),
+            detail: "an answer where a refusal was read".into(),
+        }),
+    }
+}
+
+impl Transaction {
+    /// Queues `script` with `keys` and `args` as `EVAL` (its source): a
+    /// `NOSCRIPT` inside `EXEC` could not be recovered without running the
+    /// other commands twice.
+    pub fn invoke<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &mut self,
+        script: &Script,
+        keys: &[K],
+        args: &[A],
+    ) -> &mut Self {
+        self.cmd(&script.command(true, keys, args))
+    }
 }

@@ -11,7 +11,8 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
 
-use super::{ConnError, Connection, Stream};
+use super::connection::{Connection, Stream};
+use super::error::ConnError;
 use crate::codec::{encode, Frame, Limits};
 use crate::topology::host_of;
 

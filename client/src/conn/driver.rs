@@ -1,391 +1,28 @@
-//! One multiplexed, pipelined connection to one node.
-//!
-//! Callers and the connection's task share one state under a lock: the
-//! reply slots in send order and the bytes not yet written. A caller alone
-//! on an idle connection writes its request to the socket itself and reads
-//! its reply itself, on its own poll: one system call each way, and no
-//! wake-up of the task, or hand-off to it, in between. Otherwise a caller
-//! appends to what the task writes next, and under concurrency the task
-//! gathers everything queued into one write. Whoever reads (the task, or
-//! that lone caller) parses the replies (`codec`) and completes the slots
-//! first-in first-out; the task keeps their deadlines with one timer per
-//! connection, not one per request. A caller that stops waiting (deadline,
-//! dropped future) leaves its slot behind, and its reply is read and
-//! dropped, so the order never slips.
+//! A connection's task: it gathers what callers queued into one write,
+//! reads when no lone caller does, keeps the reply slots' deadlines with
+//! one timer, and ends the connection when the socket breaks
+//! (`shared.rs` holds what it shares with the callers).
 
-use std::collections::VecDeque;
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
-use futures_util::task::AtomicWaker;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
-use tokio_util::either::Either;
 
-use super::ConnError;
-use crate::codec::{take_frames, Frame, Frames, Limits};
-
-/// The reader asks the socket for up to this much at a time.
-const READ_CHUNK: usize = 64 * 1024;
+use super::error::ConnError;
+use super::shared::{Shared, Slot, FAR, READ_CHUNK};
 
 /// A write is cut at this size; what is left goes in the next.
-const MAX_BATCH_BYTES: usize = 64 * 1024;
-
-/// A deadline past any time-out a caller sets (`Duration::MAX` included).
-pub(crate) const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
-
-type Reply = Result<Frames, ConnError>;
-
-/// A reply slot, in send order.
-struct Slot {
-    /// Its number on the connection: a caller reading for itself knows
-    /// its own reply by it.
-    id: u64,
-    replies: usize,
-    /// Where the replies go; `None` once the caller was told it timed out.
-    done: Option<oneshot::Sender<Reply>>,
-    deadline: Instant,
-    /// Its place among the node's requests in flight, held until its
-    /// replies come or the connection ends, whether or not its caller
-    /// still waits: a reply owed is a request the node still holds.
-    _room: Option<OwnedSemaphorePermit>,
-}
-
-impl Slot {
-    /// Whether a caller still waits for it.
-    fn waited(&self) -> bool {
-        self.done.as_ref().is_some_and(|done| !done.is_closed())
-    }
-}
-
-/// What callers and the task share, under [`Shared::state`].
-#[derive(Default)]
-struct State {
-    slots: VecDeque<Slot>,
-    /// Bytes queued for the task to write, in slot order.
-    out: BytesMut,
-    /// The task's timer fires no later than this (`None`: not armed):
-    /// a caller with an earlier deadline moves it and wakes the task.
-    armed: Option<Instant>,
-    /// `armed` moved by a caller: the task re-arms.
-    rearm: bool,
-    /// Why the connection ended, once it has: requests fail at once.
-    ended: Option<ConnError>,
-    /// Every handle is gone.
-    released: bool,
-    /// The next slot's number.
-    next_id: u64,
-    /// The task answered several callers and yields before it writes
-    /// again: their next requests wait for that write, not go alone.
-    gathering: bool,
-}
-
-struct Shared {
-    state: Mutex<State>,
-    /// The input and what is parsed of it, held by whoever reads.
-    reader: Mutex<Reader>,
-    /// Wakes the task ([`Shared::wake`]): bytes to write, an earlier
-    /// deadline, the last handle gone.
-    task: AtomicWaker,
-    woken: AtomicBool,
-    alive: AtomicBool,
-    /// A lone caller reads its own reply: the socket's read readiness
-    /// wakes it, not the task, until it hands it back
-    /// ([`Shared::stop_reading`]).
-    caller_reads: AtomicBool,
-    /// The task's waker, set on its first turn: the readiness a reading
-    /// caller hands back goes to it.
-    task_waker: OnceLock<Waker>,
-    /// The socket, for a lone caller's own write and read (plain TCP;
-    /// over TLS all I/O goes through the task and rustls).
-    tcp: Option<TcpStream>,
-    addr: String,
-}
-
-impl Shared {
-    fn new(tcp: Option<TcpStream>, limits: Limits, addr: &str) -> Arc<Self> {
-        Arc::new(Self {
-            state: Mutex::new(State::default()),
-            reader: Mutex::new(Reader::new(limits)),
-            task: AtomicWaker::new(),
-            woken: AtomicBool::new(false),
-            alive: AtomicBool::new(true),
-            caller_reads: AtomicBool::new(false),
-            task_waker: OnceLock::new(),
-            tcp,
-            addr: addr.to_owned(),
-        })
-    }
-
-    fn reader(&self) -> MutexGuard<'_, Reader> {
-        self.reader.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Wakes the task (or, if it is running, makes its next wait end at
-    /// once).
-    fn wake(&self) {
-        self.woken.store(true, Ordering::Release);
-        self.task.wake();
-    }
-
-    /// Until [`Self::wake`] (since the last time this returned). Cheaper
-    /// than a `Notify`: nothing to enlist per wait, and a wait the task
-    /// is not woken from costs one atomic swap and a waker comparison.
-    fn woken(&self) -> impl std::future::Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| {
-            if self.woken.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            self.task.register(cx.waker());
-            if self.woken.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Why the connection ended (or that it did).
-    fn ended(&self) -> ConnError {
-        self.lock()
-            .ended
-            .clone()
-            .unwrap_or_else(|| ConnError::Reset("connection closed".into()))
-    }
-
-    /// Ends the connection (once): marks it dead and fails every request
-    /// written or queued with `error`.
-    fn end(&self, error: ConnError) {
-        let slots = {
-            let mut state = self.lock();
-            if state.ended.is_some() {
-                return;
-            }
-            state.ended = Some(error.clone());
-            state.out.clear();
-            std::mem::take(&mut state.slots)
-        };
-        self.alive.store(false, Ordering::Release);
-        for mut slot in slots {
-            if let Some(done) = slot.done.take() {
-                let _ = done.send(Err(error.clone()));
-            }
-        }
-        // Ended by a reading caller: the task stops on its next turn.
-        self.wake();
-    }
-
-    /// Queues `bytes` with its reply slot: written at once when the
-    /// connection is idle (nothing owed, nothing queued), else by the task.
-    /// `Some(id)`: the caller was alone, and reads its own reply (slot
-    /// `id`) on its own poll ([`Self::poll_own_reply`]) until it hands the
-    /// reading back ([`Self::stop_reading`]).
-    fn submit(&self, bytes: &[u8], mut slot: Slot) -> Result<Option<u64>, ConnError> {
-        let deadline = slot.deadline;
-        let mut state = self.lock();
-        if let Some(why) = &state.ended {
-            return Err(why.clone());
-        }
-        slot.id = state.next_id;
-        state.next_id += 1;
-        let mut rest = bytes;
-        let mut reads = None;
-        let idle = state.slots.is_empty() && state.out.is_empty() && !state.gathering;
-        if let (Some(tcp), true) = (&self.tcp, idle) {
-            rest = write_now(tcp, rest);
-            if rest.is_empty() && !self.caller_reads.swap(true, Ordering::AcqRel) {
-                reads = Some(slot.id);
-            }
-        }
-        state.slots.push_back(slot);
-        let mut wake = false;
-        if state.armed.is_none_or(|at| deadline < at) {
-            state.armed = Some(deadline);
-            state.rearm = true;
-            wake = true;
-        }
-        if !rest.is_empty() {
-            // The task was woken when `out` last became non-empty.
-            wake |= state.out.is_empty();
-            state.out.extend_from_slice(rest);
-        }
-        drop(state);
-        if wake {
-            self.wake();
-        }
-        Ok(reads)
-    }
-
-    /// A reading caller's wait for its reply (slot `me`): told by the
-    /// task (a deadline passed, the task read it first) or by the end,
-    /// or read off the socket here, with any replies before it, which go
-    /// to their callers.
-    fn poll_own_reply(
-        &self,
-        told: &mut oneshot::Receiver<Reply>,
-        me: u64,
-        cx: &mut Context<'_>,
-    ) -> Poll<Reply> {
-        let tcp = self.tcp.as_ref().expect("a caller reads only plain TCP");
-        loop {
-            if let Poll::Ready(told) = Pin::new(&mut *told).poll(cx) {
-                return Poll::Ready(told.unwrap_or_else(|_| Err(self.ended())));
-            }
-            if let Err(e) = std::task::ready!(tcp.poll_read_ready(cx)) {
-                self.end(ConnError::Reset(format!("{}: {e}", self.addr)));
-                continue;
-            }
-            let read = self.reader().read_some(tcp, self, Some(me));
-            match read {
-                Ok((_, Some((slot, mine)))) => {
-                    // Closed first, its sender then drops without waking
-                    // this (running) task: from the runtime's view a task
-                    // that woke itself, rescheduled, and other workers
-                    // unparked to take it.
-                    told.close();
-                    drop(slot);
-                    return Poll::Ready(mine);
-                }
-                // The socket is drained: wait for its readiness again.
-                Ok((_, None)) => {}
-                // Every slot is failed, this one too: told above.
-                Err(e) => self.end(e),
-            }
-        }
-    }
-
-    /// A reading caller is done (answered, or it gave up): the socket's
-    /// read readiness goes back to the task, without waking it unless
-    /// bytes are already there.
-    fn stop_reading(&self) {
-        self.caller_reads.store(false, Ordering::Release);
-        let (Some(tcp), Some(waker)) = (&self.tcp, self.task_waker.get()) else {
-            // The task has not run yet: its first turn reads.
-            return self.wake();
-        };
-        if tcp
-            .poll_read_ready(&mut Context::from_waker(waker))
-            .is_ready()
-        {
-            self.wake();
-        }
-    }
-}
-
-/// A caller's hold on reading its own reply, handed back however its
-/// wait ends (a reply, an error, a dropped future).
-struct Reading<'a>(&'a Shared);
-
-impl Drop for Reading<'_> {
-    fn drop(&mut self) {
-        self.0.stop_reading();
-    }
-}
-
-/// Writes what the socket takes of `bytes` now; returns the rest (all of
-/// it after an error, which the task then meets and reports).
-fn write_now<'a>(tcp: &TcpStream, mut bytes: &'a [u8]) -> &'a [u8] {
-    while !bytes.is_empty() {
-        match tcp.try_write(bytes) {
-            Ok(n) if n > 0 => bytes = &bytes[n..],
-            _ => break,
-        }
-    }
-    bytes
-}
-
-/// A live connection, closed when the last handle and the task's last
-/// owed reply are gone, or the socket fails.
-pub(crate) struct Connection {
-    shared: Arc<Shared>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.shared.lock().released = true;
-        self.shared.wake();
-    }
-}
-
-impl Connection {
-    /// Starts the driver task on an open socket to `addr`.
-    pub(crate) fn start(stream: Stream, limits: Limits, addr: &str) -> Self {
-        let shared = match stream {
-            Either::Left(tcp) => {
-                let shared = Shared::new(Some(tcp), limits, addr);
-                tokio::spawn(drive(shared.clone()));
-                shared
-            }
-            Either::Right(tls) => {
-                let shared = Shared::new(None, limits, addr);
-                tokio::spawn(drive_stream(tls, shared.clone()));
-                shared
-            }
-        };
-        Self { shared }
-    }
-
-    /// Whether the socket is still believed good.
-    pub(crate) fn is_alive(&self) -> bool {
-        self.shared.alive.load(Ordering::Acquire)
-    }
-
-    /// Sends `bytes` (one or more encoded commands producing `replies`
-    /// replies, sent back to back) and waits up to `timeout` for the replies.
-    pub(crate) async fn request(
-        &self,
-        bytes: &[u8],
-        replies: usize,
-        timeout: Duration,
-    ) -> Result<Frames, ConnError> {
-        let until = std::time::Instant::now() + timeout.min(FAR);
-        self.request_in(bytes, replies, until, None).await
-    }
-
-    /// [`Self::request`] with a deadline, holding `room` (a place among
-    /// the node's requests in flight) until its replies come or the
-    /// connection ends.
-    pub(crate) async fn request_in(
-        &self,
-        bytes: &[u8],
-        replies: usize,
-        until: std::time::Instant,
-        room: Option<OwnedSemaphorePermit>,
-    ) -> Result<Frames, ConnError> {
-        let (done, mut reply) = oneshot::channel();
-        let slot = Slot {
-            id: 0,
-            replies,
-            done: Some(done),
-            deadline: Instant::from_std(until),
-            _room: room,
-        };
-        let Some(me) = self.shared.submit(bytes, slot)? else {
-            return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));
-        };
-        let _reading = Reading(&self.shared);
-        std::future::poll_fn(|cx| self.shared.poll_own_reply(&mut reply, me, cx)).await
-    }
-}
-
-/// A socket to a node: plain TCP, or TLS over it.
-pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+pub(super) const MAX_BATCH_BYTES: usize = 64 * 1024;
 
 /// What ended the task's last wait.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Woke {
+pub(super) enum Woke {
     /// The socket (or, on the first turn, nothing yet).
     Io,
     /// A caller: bytes queued, an earlier deadline, the last handle gone.
@@ -398,7 +35,7 @@ enum Woke {
 /// in one go, reads replies and hands them out in order (unless a lone
 /// caller reads its own), keeps the deadlines. One task, not a reader and
 /// a writer, so a reply costs no extra wake-up.
-async fn drive(shared: Arc<Shared>) {
+pub(super) async fn drive(shared: Arc<Shared>) {
     let _ending = Ending(shared.clone());
     let addr = shared.addr.as_str();
     let tcp = shared.tcp.as_ref().expect("a plain TCP connection");
@@ -467,7 +104,7 @@ async fn drive(shared: Arc<Shared>) {
 /// reply delivery and deadlines as [`drive`], through `AsyncRead` and
 /// `AsyncWrite` (rustls needs its own buffers, so the plain socket's
 /// readiness tricks, and callers reading for themselves, do not apply).
-async fn drive_stream<S>(mut stream: S, shared: Arc<Shared>)
+pub(super) async fn drive_stream<S>(mut stream: S, shared: Arc<Shared>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -501,7 +138,7 @@ where
 /// Ends the connection if its task stops any other way than through
 /// [`Driver::shut`] (its runtime shut down): the slots live in the shared
 /// state, so their callers must still hear.
-struct Ending(Arc<Shared>);
+pub(super) struct Ending(Arc<Shared>);
 
 impl Drop for Ending {
     fn drop(&mut self) {
@@ -510,228 +147,18 @@ impl Drop for Ending {
     }
 }
 
-/// What a read completed: slots answered, and slots still owed a reply.
-#[derive(Clone, Copy, Default)]
-struct Answered {
-    slots: usize,
-    owed: usize,
-}
-
-impl Answered {
-    /// Whether the task gathers the next requests of the callers these
-    /// replies woke into one write (it yields, so that they queue them
-    /// first): under concurrency, one write for all costs the node and
-    /// us fewer system calls than one each. A lone caller writes its own,
-    /// and is not waited for.
-    fn gathers(&self) -> bool {
-        self.slots > 1 || (self.slots == 1 && self.owed > 0)
-    }
-}
-
-/// The reading side, shared ([`Shared::reader`]): the task reads, or a
-/// lone caller on its own poll.
-struct Reader {
-    /// Replies collected so far for the front slot.
-    frames: Frames,
-    /// Replies parsed from the input, not yet handed to their slots.
-    parsed: Vec<Frame>,
-    /// Slots answered, handed their replies once the lock is let go.
-    answered_slots: Vec<(Slot, Reply)>,
-    input: BytesMut,
-    limits: Limits,
-    /// Whether the node ever answered: a connection closed before any
-    /// reply is most often plain text sent to a TLS port.
-    answered: bool,
-}
-
-impl Reader {
-    fn new(limits: Limits) -> Self {
-        Self {
-            frames: Frames::new(),
-            parsed: Vec::new(),
-            answered_slots: Vec::new(),
-            input: BytesMut::with_capacity(READ_CHUNK),
-            limits,
-            answered: false,
-        }
-    }
-
-    /// The error for a connection the node closed.
-    fn closed(&self, addr: &str) -> ConnError {
-        ConnError::Reset(format!("{addr} closed the connection{}", self.hint()))
-    }
-
-    /// The error for a connection that broke (`e`): a TLS alert stays a
-    /// TLS failure (TLS 1.3 reports a refused client certificate on the
-    /// first read, after the handshake).
-    fn broken(&self, addr: &str, e: &io::Error) -> ConnError {
-        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            Some(tls) => ConnError::Tls(tls.to_string()),
-            None => ConnError::Reset(format!("{addr}: {e}{}", self.hint())),
-        }
-    }
-
-    /// A connection that ends before any reply most often sent plain text
-    /// to a TLS port.
-    fn hint(&self) -> &'static str {
-        if self.answered {
-            ""
-        } else {
-            " before answering (a TLS port? use rediss://)"
-        }
-    }
-
-    /// Completes every whole reply in the input, in order: parsed without
-    /// the state's lock, handed to the slots under it, sent after it. The
-    /// reply of slot `me` (a reading caller's own) is returned with its
-    /// slot, not sent.
-    fn deliver(
-        &mut self,
-        shared: &Shared,
-        me: Option<u64>,
-    ) -> Result<(Answered, Option<(Slot, Reply)>), ConnError> {
-        let addr = shared.addr.as_str();
-        self.answered |= !self.input.is_empty();
-        let parsed = &mut self.parsed;
-        take_frames(&mut self.input, self.limits, |frame| {
-            if let Frame::Push(items) = &frame {
-                // RESP3 out of band (an invalidation, a server's notice): not
-                // the reply of any request.
-                tracing::debug!(
-                    addr,
-                    items = items.len(),
-                    "a push frame, not a reply: dropped"
-                );
-            } else {
-                parsed.push(frame);
-            }
-            Ok::<(), ConnError>(())
-        })?;
-        if self.parsed.is_empty() {
-            return Ok((Answered::default(), None));
-        }
-        let mut stray = None;
-        let owed = {
-            let mut state = shared.lock();
-            let mut parsed = self.parsed.drain(..);
-            while parsed.len() > 0 {
-                let Some(slot) = state.slots.front() else {
-                    stray = parsed.next();
-                    break;
-                };
-                // The slot's replies (one at least), as many as came:
-                // moved at once.
-                let owed = slot.replies.max(1);
-                let wanted = owed.saturating_sub(self.frames.len());
-                if self.frames.is_empty() {
-                    self.frames.reserve_exact(wanted);
-                }
-                self.frames.extend(parsed.by_ref().take(wanted));
-                if self.frames.len() >= owed {
-                    let slot = state.slots.pop_front().expect("a front slot");
-                    self.answered_slots
-                        .push((slot, Ok(std::mem::take(&mut self.frames))));
-                }
-            }
-            drop(parsed);
-            let now = Answered {
-                slots: self.answered_slots.len(),
-                owed: state.slots.len(),
-            };
-            // Set before the callers hear, so that their next requests
-            // find it.
-            state.gathering |= me.is_none() && now.gathers();
-            state.slots.len()
-        };
-        self.parsed.clear();
-        let slots = self.answered_slots.len();
-        let mut mine = None;
-        for (mut slot, reply) in self.answered_slots.drain(..) {
-            if me == Some(slot.id) {
-                mine = Some((slot, reply));
-                continue;
-            }
-            let sent = slot.done.take().map(|done| done.send(reply).is_ok());
-            if sent != Some(true) {
-                // Its caller gave up (a time-out, a dropped future):
-                // whatever the reply carried goes to no one, so say so.
-                tracing::warn!(
-                    addr,
-                    "a reply came for a request whose caller gave up; dropped"
-                );
-            }
-        }
-        match stray {
-            Some(frame) => Err(ConnError::Protocol(format!(
-                "{addr} sent a reply nobody asked for: {frame:?}"
-            ))),
-            None => Ok((Answered { slots, owed }, mine)),
-        }
-    }
-
-    /// Reads what the socket has now and completes every whole reply
-    /// (returning slot `me`'s, as [`Self::deliver`]).
-    fn read_some(
-        &mut self,
-        stream: &TcpStream,
-        shared: &Shared,
-        me: Option<u64>,
-    ) -> Result<(Answered, Option<(Slot, Reply)>), ConnError> {
-        let addr = shared.addr.as_str();
-        let mut answered = Answered::default();
-        let mut mine = None;
-        loop {
-            // Read in large chunks: a full buffer would otherwise grow by 64
-            // bytes per read, one system call each.
-            if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
-                self.input.reserve(READ_CHUNK);
-            }
-            // A read shorter than the room offered drained the socket: say
-            // so (a would-block from the closure clears the readiness; an
-            // edge that came meanwhile is kept), and skip the read that
-            // would only answer EAGAIN. One system call in three saved.
-            let room = self.input.capacity() - self.input.len();
-            let mut got = 0;
-            let read = stream.try_io(Interest::READABLE, || {
-                got = stream.try_read_buf(&mut self.input)?;
-                if got > 0 && got < room {
-                    Err(io::ErrorKind::WouldBlock.into())
-                } else {
-                    Ok(got)
-                }
-            });
-            let drained = match read {
-                Ok(0) => return Err(self.closed(addr)),
-                Ok(_) => false,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((answered, mine)),
-                Err(e) => return Err(self.broken(addr, &e)),
-            };
-            let (now, own) = self.deliver(shared, me)?;
-            answered = Answered {
-                slots: answered.slots + now.slots,
-                owed: now.owed,
-            };
-            mine = mine.or(own);
-            if drained || mine.is_some() {
-                return Ok((answered, mine));
-            }
-        }
-    }
-}
-
 /// The state of one connection's task.
-struct Driver {
+pub(super) struct Driver {
     /// Bytes taken from the callers' queue, not yet written.
-    out: BytesMut,
+    pub(super) out: BytesMut,
     /// Whether the timer is armed.
-    timed: bool,
+    pub(super) timed: bool,
     /// Bytes handed to a TLS stream that it may still hold.
-    unflushed: bool,
+    pub(super) unflushed: bool,
 }
 
 impl Driver {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             out: BytesMut::with_capacity(16 * 1024),
             timed: false,
@@ -741,7 +168,7 @@ impl Driver {
 
     /// Takes what callers queued, unless a batch is already waiting to be
     /// written.
-    fn gather(&mut self, shared: &Shared) {
+    pub(super) fn gather(&mut self, shared: &Shared) {
         if self.out.len() >= MAX_BATCH_BYTES {
             return;
         }
@@ -761,7 +188,12 @@ impl Driver {
     /// The deadlines: on the timer, tells every caller whose deadline
     /// passed that it timed out (its slot stays, for the reply still owed)
     /// and arms for the next; on a caller's earlier deadline, re-arms.
-    fn keep_time(&mut self, shared: &Shared, timer: Pin<&mut tokio::time::Sleep>, fired: bool) {
+    pub(super) fn keep_time(
+        &mut self,
+        shared: &Shared,
+        timer: Pin<&mut tokio::time::Sleep>,
+        fired: bool,
+    ) {
         let mut state = shared.lock();
         if fired {
             let now = Instant::now();
@@ -800,7 +232,7 @@ impl Driver {
     /// command for this connection (`BLPOP`) would hand its next item to
     /// no one. Closing makes the server unblock it instead. A reply still
     /// wanted (never, once every handle is gone) keeps it open.
-    fn nobody_waits(&self, shared: &Shared, addr: &str) -> bool {
+    pub(super) fn nobody_waits(&self, shared: &Shared, addr: &str) -> bool {
         let state = shared.lock();
         if !state.released || state.slots.iter().any(Slot::waited) {
             return false;
@@ -817,7 +249,7 @@ impl Driver {
     }
 
     /// Writes what the socket takes now.
-    fn write_some(&mut self, stream: &TcpStream) -> Result<(), ConnError> {
+    pub(super) fn write_some(&mut self, stream: &TcpStream) -> Result<(), ConnError> {
         while !self.out.is_empty() {
             match stream.try_write(&self.out) {
                 Ok(n) => self.out.advance(n),
@@ -830,7 +262,7 @@ impl Driver {
 
     /// One turn of [`drive_stream`]'s I/O: writes, flushes and reads as
     /// far as each can go without waiting; ready once any made progress.
-    fn poll_io<S>(
+    pub(super) fn poll_io<S>(
         &mut self,
         stream: &mut S,
         shared: &Shared,
@@ -889,7 +321,7 @@ impl Driver {
 
     /// The connection is over: marks it dead and fails every request
     /// written or queued with `error`.
-    fn shut(&mut self, shared: &Shared, error: Option<ConnError>) {
+    pub(super) fn shut(&mut self, shared: &Shared, error: Option<ConnError>) {
         let error = error.unwrap_or_else(|| ConnError::Reset("connection closed".into()));
         tracing::debug!(addr = shared.addr, %error, "connection closed");
         shared.end(error);

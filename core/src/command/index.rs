@@ -1,6 +1,7 @@
 //! The command table's name index: a command's name read a word at a
 //! time, lowered, hashed, and found in a table built at compile time.
 
+use super::error::CommandError;
 use super::spec::Spec;
 use super::table::TABLE;
 
@@ -190,4 +191,14 @@ pub(super) fn find_spec(table: &'static [Spec], name: &[u8]) -> Option<&'static 
         .binary_search_by(|spec| spec.name.as_bytes().cmp(lower))
         .ok()
         .map(|at| &table[at])
+}
+
+/// The command `args` names: its entry, or its subcommand's.
+pub(super) fn lookup(args: &[&[u8]]) -> Result<&'static Spec, CommandError> {
+    let name = args.first().ok_or(CommandError::Empty)?;
+    let spec = find_command(name).ok_or(CommandError::UnknownCommand)?;
+    if spec.subcommands.is_empty() || args.len() == 1 {
+        return Ok(spec);
+    }
+    find_spec(spec.subcommands, args[1]).ok_or(CommandError::UnknownSubcommand)
 }

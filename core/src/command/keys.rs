@@ -2,8 +2,9 @@
 //! index or a keyword to begin at; a range, or a key count to read), then
 //! its fallback procedure where the specs cannot say.
 
+use super::error::CommandError;
+use super::index::lookup;
 use super::spec::{cmd, key, Begin, Fallback, Find, KeySpec, Spec};
-use super::{lookup, CommandError};
 
 /// At most this many ranges of keys (key specs, or a fallback's parts).
 pub(super) const MAX_RANGES: usize = 6;

@@ -22,14 +22,14 @@
 //! assert_eq!(command_target(&[b"NOSUCH"]), Err(CommandError::UnknownCommand));
 //! ```
 
-use core::fmt;
-
+mod error;
 mod index;
 mod keys;
 mod spec;
 mod table;
 
-use self::index::{find_command, find_spec};
+pub use self::error::CommandError;
+use self::index::lookup;
 pub use self::keys::CommandKeys;
 use self::keys::{check_arity, find_keys, has_keys, keys_of, lone_key};
 use self::spec::{cmd, Spec};
@@ -48,63 +48,6 @@ pub enum Target {
     /// To every node, replicas included.
     AllNodes(Reply),
 }
-
-/// Why a command line has no target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CommandError {
-    /// No command name at all.
-    Empty,
-    /// Neither server knows the command.
-    UnknownCommand,
-    /// The command knows no such subcommand (`OBJECT NOSUCH`).
-    UnknownSubcommand,
-    /// Not the number of arguments the command takes.
-    WrongArity {
-        /// `n`: exactly `n` arguments (the name included); `-n`: at least.
-        arity: i8,
-        /// How many were given (the name included).
-        given: usize,
-    },
-    /// The arguments do not say which keys (a `numkeys` that is not a
-    /// number, or larger than the arguments; `XREAD` without `STREAMS`):
-    /// the server would refuse the command, so nothing is sent.
-    InvalidArguments,
-    /// The keys hash to different slots: no one node can run the command.
-    CrossSlot {
-        /// The first key's slot.
-        first: u16,
-        /// The first slot that differs from it.
-        second: u16,
-    },
-}
-
-impl fmt::Display for CommandError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            CommandError::Empty => f.write_str("empty command"),
-            CommandError::UnknownCommand => f.write_str("unknown command"),
-            CommandError::UnknownSubcommand => f.write_str("unknown subcommand"),
-            CommandError::WrongArity { arity, given } if arity >= 0 => {
-                write!(f, "wrong number of arguments: {given} given, {arity} expected (the name included)")
-            }
-            CommandError::WrongArity { arity, given } => write!(
-                f,
-                "wrong number of arguments: {given} given, at least {} expected (the name included)",
-                -i16::from(arity)
-            ),
-            CommandError::InvalidArguments => {
-                f.write_str("the arguments do not say which keys (a bad numkeys, or a missing keyword)")
-            }
-            CommandError::CrossSlot { first, second } => write!(
-                f,
-                "the keys hash to different slots ({first} and {second}): no one node can run the command"
-            ),
-        }
-    }
-}
-
-impl core::error::Error for CommandError {}
 
 /// What the tables say of a command: the servers' flags, for a client that
 /// treats reads, writes and blocking commands differently.
@@ -236,16 +179,6 @@ pub fn command_info(args: &[&[u8]]) -> Option<CommandInfo> {
 #[must_use]
 pub fn command_has_keys(args: &[&[u8]]) -> bool {
     lookup(args).is_ok_and(|spec| has_keys(spec, false))
-}
-
-/// The command `args` names: its entry, or its subcommand's.
-fn lookup(args: &[&[u8]]) -> Result<&'static Spec, CommandError> {
-    let name = args.first().ok_or(CommandError::Empty)?;
-    let spec = find_command(name).ok_or(CommandError::UnknownCommand)?;
-    if spec.subcommands.is_empty() || args.len() == 1 {
-        return Ok(spec);
-    }
-    find_spec(spec.subcommands, args[1]).ok_or(CommandError::UnknownSubcommand)
 }
 
 #[cfg(test)]

@@ -1,0 +1,94 @@
+//! One multiplexed, pipelined connection to one node, as the client uses
+//! it: started on a stream, asked for replies (`shared.rs`: the state the
+//! callers and the task share; `driver.rs`: the task).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::time::Instant;
+use tokio_util::either::Either;
+
+use super::driver::{drive, drive_stream};
+use super::error::ConnError;
+use super::shared::{Reading, Shared, Slot, FAR};
+use crate::codec::{Frames, Limits};
+
+/// A live connection, closed when the last handle and the task's last
+/// owed reply are gone, or the socket fails.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.lock().released = true;
+        self.shared.wake();
+    }
+}
+
+impl Connection {
+    /// Starts the driver task on an open socket to `addr`.
+    pub(crate) fn start(stream: Stream, limits: Limits, addr: &str) -> Self {
+        let shared = match stream {
+            Either::Left(tcp) => {
+                let shared = Shared::new(Some(tcp), limits, addr);
+                tokio::spawn(drive(shared.clone()));
+                shared
+            }
+            Either::Right(tls) => {
+                let shared = Shared::new(None, limits, addr);
+                tokio::spawn(drive_stream(tls, shared.clone()));
+                shared
+            }
+        };
+        Self { shared }
+    }
+
+    /// Whether the socket is still believed good.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.shared.alive.load(Ordering::Acquire)
+    }
+
+    /// Sends `bytes` (one or more encoded commands producing `replies`
+    /// replies, sent back to back) and waits up to `timeout` for the replies.
+    pub(crate) async fn request(
+        &self,
+        bytes: &[u8],
+        replies: usize,
+        timeout: Duration,
+    ) -> Result<Frames, ConnError> {
+        let until = std::time::Instant::now() + timeout.min(FAR);
+        self.request_in(bytes, replies, until, None).await
+    }
+
+    /// [`Self::request`] with a deadline, holding `room` (a place among
+    /// the node's requests in flight) until its replies come or the
+    /// connection ends.
+    pub(crate) async fn request_in(
+        &self,
+        bytes: &[u8],
+        replies: usize,
+        until: std::time::Instant,
+        room: Option<OwnedSemaphorePermit>,
+    ) -> Result<Frames, ConnError> {
+        let (done, mut reply) = oneshot::channel();
+        let slot = Slot {
+            id: 0,
+            replies,
+            done: Some(done),
+            deadline: Instant::from_std(until),
+            _room: room,
+        };
+        let Some(me) = self.shared.submit(bytes, slot)? else {
+            return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));
+        };
+        let _reading = Reading(&self.shared);
+        std::future::poll_fn(|cx| self.shared.poll_own_reply(&mut reply, me, cx)).await
+    }
+}
+
+/// A socket to a node: plain TCP, or TLS over it.
+pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;

@@ -1,0 +1,409 @@
+//! Sending a round: each node's share of it in one write (a blocking
+//! command alone, on a connection of its own), within the node's room for
+//! requests in flight and the attempt's time-out; then what the replies
+//! come to ([`Verdict`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use smallvec::SmallVec;
+use tokio::sync::OwnedSemaphorePermit;
+use zaris_core::{KvStatus, Outcome, RouteError};
+
+use super::retry::InFlight;
+use crate::codec::{Frame, Frames};
+use crate::config::ReadFrom;
+use crate::conn::{ConnError, FAR};
+use crate::failure::{read_reply, route_failure, Failure, Inside, Reading};
+use crate::inner::Inner;
+use crate::metrics;
+use crate::ownership::Revealed;
+use crate::pool::Node;
+use crate::route::{Requests, Route};
+use crate::stats::{Counters, RefreshCause};
+use crate::Error;
+
+/// How long a blocking command may wait when the request has no deadline.
+const BLOCKING_WITHOUT_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
+
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// The requests of one round that go to one node in one write (or, for a
+/// blocking command, alone on a connection of its own).
+pub(super) struct Batch {
+    pub(super) node: Arc<Node>,
+    pub(super) dedicated: bool,
+    /// Positions in the round's `InFlight` list, and whether each follows
+    /// an `ASK` (so goes after `ASKING`).
+    pub(super) members: SmallVec<[(usize, bool); 1]>,
+}
+
+/// What one attempt came to.
+pub(crate) enum Verdict {
+    /// Replies to hand back.
+    Answer,
+    Failed(Failure),
+    /// `ASK`: the next attempt goes to this node, after `ASKING`.
+    Ask(Arc<Node>, Failure),
+    Fatal(Error),
+}
+
+impl Inner {
+    /// The round's requests grouped by the node each goes to now (its
+    /// `ASK` target, or its slot's owner in the current map). A request
+    /// whose slot has no owner, or an owner that refuses connections (a
+    /// dead master the cluster has not replaced yet) or says the cluster
+    /// is down (unless it is the probe), is not sent: it goes
+    /// to `unroutable` with its slot, to wait for the map (until it has
+    /// waited out, when it fails or is sent as any request).
+    pub(super) fn batches<R: Requests + ?Sized>(
+        &self,
+        requests: &R,
+        round: &mut [InFlight],
+        failed: &mut Vec<(usize, Failure)>,
+        unroutable: &mut Vec<(usize, u16)>,
+    ) -> SmallVec<[Batch; 1]> {
+        let snapshot = self.snapshot.load();
+        let read_from = self.config.read_from;
+        let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
+        let count = round.len();
+        for (at, in_flight) in round.iter_mut().enumerate() {
+            in_flight.probing = false;
+            let blocking = requests.blocking(in_flight.index);
+            let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
+            let following = asking.is_some();
+            // A read may go to a replica on its first attempt; a retry
+            // (MOVED from a replica, a dead one, a time-out) asks the owner.
+            let replica_read = read_from != ReadFrom::Primary
+                && in_flight.state.is_none()
+                && requests.read(in_flight.index);
+            let node = match (&asking, requests.route(in_flight.index)) {
+                (Some(node), _) => node,
+                (None, &Route::Slot(slot)) => match if replica_read {
+                    let turn = self.next_any.fetch_add(1, Ordering::Relaxed);
+                    snapshot.reader_of_slot(slot, read_from, turn)
+                } else {
+                    snapshot.owner_of_slot(slot)
+                } {
+                    Ok(node) if !in_flight.waited_out && !node.may_send() => {
+                        unroutable.push((at, slot));
+                        continue;
+                    }
+                    Ok(node) if node.held() && !in_flight.waited_out => {
+                        // It claimed the probe of a node that says the
+                        // cluster is down, or that is open.
+                        in_flight.probing = true;
+                        node
+                    }
+                    Ok(node) => node,
+                    Err(RouteError::Unavailable { .. }) if !in_flight.waited_out => {
+                        unroutable.push((at, slot));
+                        continue;
+                    }
+                    Err(e) => {
+                        failed.push((at, route_failure(&e)));
+                        continue;
+                    }
+                },
+                (None, Route::Node(node)) => node,
+            };
+            let shared = batches
+                .iter_mut()
+                .find(|b| !b.dedicated && !blocking && Arc::ptr_eq(&b.node, node));
+            match shared {
+                Some(batch) => batch.members.push((at, following)),
+                None => {
+                    // Room for every request left: growing one at a time
+                    // moved a pipeline's share half a dozen times.
+                    let mut members = SmallVec::with_capacity(count - at);
+                    members.push((at, following));
+                    batches.push(Batch {
+                        node: node.clone(),
+                        dedicated: blocking,
+                        members,
+                    });
+                }
+            }
+        }
+        // Attempts: every request sent, or failed here for want of an owner.
+        let attempted = (round.len() - unroutable.len()) as u64;
+        self.counters
+            .attempts
+            .fetch_add(attempted, std::sync::atomic::Ordering::Relaxed);
+        batches
+    }
+
+    /// One batch in one write: the replies of all its members, in order
+    /// (an `ASKING`'s `+OK` before the request that follows it).
+    ///
+    /// On a node that has stopped answering (its last request timed out),
+    /// the wait is raced against the map: once it names another owner for
+    /// a member's slot (the cluster failed a frozen master over), the
+    /// attempt is given up then, not at its time-out, and the retry goes to
+    /// the new owner.
+    pub(super) async fn send_batch<R: Requests + ?Sized>(
+        self: &Arc<Self>,
+        batch: &Batch,
+        requests: &R,
+        round: &[InFlight],
+        started: Instant,
+        now: Instant,
+    ) -> Result<Frames, ConnError> {
+        let until = self.attempt_until(batch, started, now);
+        // The slots the map may move, for the slow paths below.
+        let slots = || -> SmallVec<[u16; 1]> {
+            batch
+                .members
+                .iter()
+                .filter(|&&(_, asking)| !asking)
+                .filter_map(|&(at, _)| requests.route(round[at].index).slot())
+                .collect()
+        };
+        // Blocking commands, on connections of their own, take no room.
+        // The waits for room and the race against the map are rare, and
+        // boxed: the common path's future stays small (it is moved into
+        // every future that awaits it).
+        let room = match batch.dedicated {
+            true => None,
+            false => match batch.node.try_admit(batch.members.len()) {
+                Some(room) => Some(room),
+                None => Some(Box::pin(self.room_on(batch, &slots(), until)).await?),
+            },
+        };
+        // Only a node that has stopped answering is raced against the map.
+        let racing = !batch.dedicated && batch.node.unanswered();
+        let slots = if racing { slots() } else { SmallVec::new() };
+        if slots.is_empty() {
+            return self.write_batch(batch, requests, round, until, room).await;
+        }
+        Box::pin(async {
+            tokio::select! {
+                sent = self.write_batch(batch, requests, round, until, room) => sent,
+                to = self.owner_moves(&batch.node, &slots) => {
+                    Counters::bump(&self.counters.attempts_abandoned);
+                    tracing::info!(from = %batch.node.addr, %to, "stopped waiting on a silent node");
+                    Err(ConnError::Superseded(to))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Room for the batch among its node's requests in flight
+    /// (`max_in_flight_per_node`), once [`Node::try_admit`] found none: the
+    /// batch waits, unsent, for room, until `until`, and (on a node that
+    /// has stopped answering: frozen, black-holed) for the map to move one
+    /// of its `slots`; in the last two cases it is not sent
+    /// ([`ConnError::Saturated`]) and retries elsewhere.
+    pub(super) async fn room_on(
+        self: &Arc<Self>,
+        batch: &Batch,
+        slots: &[u16],
+        until: Instant,
+    ) -> Result<OwnedSemaphorePermit, ConnError> {
+        let requests = batch.members.len();
+        Counters::bump(&self.counters.node_full_waits);
+        let full = || {
+            format!(
+                "{} holds {} requests in flight, the most allowed",
+                batch.node.addr,
+                batch.node.in_flight()
+            )
+        };
+        // Racing the map is for a node that has stopped answering; a busy
+        // one just drains.
+        let silent = batch.node.unanswered();
+        let moved = async {
+            if slots.is_empty() || !silent {
+                std::future::pending::<String>().await
+            } else {
+                self.owner_moves(&batch.node, slots).await
+            }
+        };
+        tokio::select! {
+            room = batch.node.admit(requests) => Ok(room),
+            to = moved => Err(ConnError::Saturated(format!("{}; its slot is {to}", full()))),
+            () = tokio::time::sleep_until(until.into()) => Err(ConnError::Saturated(full())),
+        }
+    }
+
+    /// When the batch's attempt, sent `now`, gives up: after the attempt
+    /// time-out (a blocking command's own bound instead), never past the
+    /// tightest of its members' deadlines.
+    pub(super) fn attempt_until(&self, batch: &Batch, started: Instant, now: Instant) -> Instant {
+        // A blocking command, alone in its batch, may wait its whole deadline.
+        let limit = if batch.dedicated {
+            BLOCKING_WITHOUT_DEADLINE
+        } else {
+            self.config.attempt_timeout
+        };
+        let until = now + limit.min(FAR);
+        // Every member's deadline, reckoned once.
+        self.deadline_of(started).map_or(until, |d| d.min(until))
+    }
+
+    /// Resolves, saying where the slot went, once the map names another
+    /// owner than `node` (or none) for one of `slots`; refreshes the map
+    /// meanwhile as often as the refresh interval allows.
+    pub(super) async fn owner_moves(self: &Arc<Self>, node: &Arc<Node>, slots: &[u16]) -> String {
+        loop {
+            {
+                let snapshot = self.snapshot.load();
+                // Another owner, or none (the cluster marked it failed).
+                let moved = slots
+                    .iter()
+                    .find_map(|&slot| match snapshot.owner_of_slot(slot) {
+                        Ok(owner) if Arc::ptr_eq(owner, node) => None,
+                        Ok(owner) => Some(format!("now at {}", owner.addr)),
+                        Err(_) => Some("now without an owner".to_owned()),
+                    });
+                if let Some(owner) = moved {
+                    return owner;
+                }
+            }
+            // At least 10 ms apart, so that a refresh skipped at the edge of
+            // the interval (milliseconds rounded) cannot make this spin.
+            let soon = Instant::now() + Duration::from_millis(10);
+            self.refresh_next(RefreshCause::Failure, self.config.refresh_wait, soon, None)
+                .await;
+        }
+    }
+
+    /// [`Self::send_batch`] without the race: written, and its replies
+    /// awaited until `until`.
+    pub(super) async fn write_batch<R: Requests + ?Sized>(
+        &self,
+        batch: &Batch,
+        requests: &R,
+        round: &[InFlight],
+        until: Instant,
+        room: Option<OwnedSemaphorePermit>,
+    ) -> Result<Frames, ConnError> {
+        let index = |at: usize| round[at].index;
+        // One request alone is sent as it is, without a copy.
+        if let [(at, false)] = batch.members[..] {
+            let i = index(at);
+            return self
+                .send_on(batch, requests.bytes(i), requests.replies(i), until, room)
+                .await;
+        }
+        let size = batch
+            .members
+            .iter()
+            .map(|&(at, _)| requests.bytes(index(at)).len() + ASKING.len())
+            .sum();
+        let mut bytes = BytesMut::with_capacity(size);
+        let mut replies = 0;
+        for &(at, asking) in &batch.members {
+            if asking {
+                bytes.extend_from_slice(ASKING);
+                replies += 1;
+            }
+            bytes.extend_from_slice(requests.bytes(index(at)));
+            replies += requests.replies(index(at));
+        }
+        self.send_on(batch, &bytes, replies, until, room).await
+    }
+
+    /// `bytes` on the batch's node: its shared connection (holding `room`
+    /// there until the replies come), or one of its own for a blocking
+    /// command.
+    pub(super) async fn send_on(
+        &self,
+        batch: &Batch,
+        bytes: &[u8],
+        replies: usize,
+        until: Instant,
+        room: Option<OwnedSemaphorePermit>,
+    ) -> Result<Frames, ConnError> {
+        // Dedicated connections and connecting are rare, and boxed, as in
+        // `send_batch`.
+        if batch.dedicated {
+            Box::pin(async {
+                let timeout = until.saturating_duration_since(Instant::now());
+                // Connecting may not take the whole wait.
+                let connect = timeout.min(self.config.attempt_timeout);
+                let conn = batch.node.dedicated(connect, &self.config.conn).await?;
+                let frames = conn.request_in(bytes, replies, until, None).await?;
+                batch.node.give_back(conn);
+                Ok(frames)
+            })
+            .await
+        } else {
+            let began = metrics::started();
+            let sent = async {
+                let conn = match batch.node.live() {
+                    Some(conn) => conn,
+                    None => {
+                        let timeout = until.saturating_duration_since(Instant::now());
+                        Box::pin(batch.node.connection(timeout, &self.config.conn)).await?
+                    }
+                };
+                conn.request_in(bytes, replies, until, room).await
+            }
+            .await;
+            batch.node.note_reply(&sent);
+            metrics::attempt(&batch.node.addr, began, batch.node.in_flight());
+            sent
+        }
+    }
+
+    /// What the replies of an attempt on `node` come to.
+    #[inline]
+    pub(crate) fn judge(&self, frames: &[Frame], node: &Node) -> Verdict {
+        match frames.first() {
+            // Most replies: nothing to classify.
+            Some(first) if !matches!(first, Frame::Error(_)) => {
+                node.note_cluster_down(false);
+                Verdict::Answer
+            }
+            _ => self.judge_error(frames, node),
+        }
+    }
+
+    /// [`Self::judge`] for an error reply, or none.
+    #[inline(never)]
+    pub(super) fn judge_error(&self, frames: &[Frame], node: &Node) -> Verdict {
+        let Some(first) = frames.first() else {
+            return Verdict::Fatal(Error::Protocol {
+                node: node.addr.to_string(),
+                detail: "no reply".into(),
+            });
+        };
+        let reading = read_reply(first, &node.addr, Inside::Request);
+        node.note_cluster_down(matches!(
+            &reading,
+            Reading::Failed(f) if f.outcome == Outcome::Status(KvStatus::Unavailable)
+        ));
+        match reading {
+            Reading::Answer => Verdict::Answer,
+            Reading::Moved { slot, to } => Verdict::Failed(self.moved(slot, &node.addr, &to)),
+            Reading::Ask { to, failure } => Verdict::Ask(self.registry.node(&to), failure),
+            Reading::Failed(failure) => Verdict::Failed(failure),
+            Reading::Fatal(e) => Verdict::Fatal(e),
+        }
+    }
+
+    /// `from` answered `MOVED slot to`: counted, and its hint re-points the
+    /// slot now (the refresh follows), unless it closes a redirect loop;
+    /// then the hint is not trusted, and the refresh that follows asks the
+    /// other nodes first. The failure the retry loop gets.
+    pub(crate) fn moved(&self, slot: u16, from: &str, to: &str) -> Failure {
+        Counters::bump(&self.counters.moved_redirects);
+        metrics::redirect("moved");
+        let looped = self.redirects.note(slot, from, to);
+        if looped {
+            Counters::bump(&self.counters.redirect_loops);
+            tracing::warn!(slot, from, to, "MOVED loop");
+        } else {
+            self.push(slot, slot, to, Revealed::Moved);
+        }
+        Failure {
+            outcome: Outcome::Status(KvStatus::Moved),
+            detail: format!("MOVED {slot} {to}"),
+            stale_map: looped,
+        }
+    }
+}
