@@ -225,20 +225,35 @@ impl RedisConnection {
         ]))
     }
 
+    /// Each command of `commands` to `add`, with the script it invokes if
+    /// it is an `EVALSHA` of one this connection saw loaded; how many.
+    fn each_command(
+        &self,
+        commands: &redis::Pipeline,
+        mut add: impl FnMut(&[&[u8]], Option<Invocation<'_>>),
+    ) -> RedisResult<usize> {
+        let mut count = 0;
+        for cmd in commands.cmd_iter() {
+            let mut packed = None;
+            let args = args_of(cmd, &mut packed)?;
+            add(&args, self.known_script(&args));
+            count += 1;
+        }
+        Ok(count)
+    }
+
     /// A plain pipeline: each command to its owner, every reply in its
     /// place (a command's error as a server error there, as redis-rs puts
     /// it), unless one got no answer at all, which fails the call as a
     /// lost connection fails redis-rs's.
     async fn pipeline(&self, commands: &redis::Pipeline) -> RedisResult<Vec<redis::Value>> {
         let mut pipeline = self.client.pipeline();
-        for cmd in commands.cmd_iter() {
-            let mut packed = None;
-            let args = args_of(cmd, &mut packed)?;
-            match self.known_script(&args) {
+        self.each_command(commands, |args, call| {
+            match call {
                 Some(call) => pipeline.invoke(&call.script, call.keys, call.args),
-                None => pipeline.cmd(&args),
+                None => pipeline.cmd(args),
             };
-        }
+        })?;
         let results = pipeline.run().await.map_err(to_redis_error)?;
         results
             .into_iter()
@@ -254,16 +269,12 @@ impl RedisConnection {
     /// then `EXEC`'s array), so that redis-rs's offset finds `EXEC`'s.
     async fn transaction(&self, commands: &redis::Pipeline) -> RedisResult<Vec<redis::Value>> {
         let mut transaction = self.client.transaction();
-        let mut queued = 0;
-        for cmd in commands.cmd_iter() {
-            let mut packed = None;
-            let args = args_of(cmd, &mut packed)?;
-            match self.known_script(&args) {
+        let queued = self.each_command(commands, |args, call| {
+            match call {
                 Some(call) => transaction.invoke(&call.script, call.keys, call.args),
-                None => transaction.cmd(&args),
+                None => transaction.cmd(args),
             };
-            queued += 1;
-        }
+        })?;
         let values = transaction.exec().await.map_err(to_redis_error)?;
         let mut replies = Vec::with_capacity(queued + 2);
         replies.push(redis::Value::Okay);

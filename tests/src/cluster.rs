@@ -591,6 +591,23 @@ impl Cluster {
         }))
     }
 
+    /// A client on this cluster, connected on `rt`: the defaults of
+    /// docs/behaviour.md §3, no environment, then what `configure` sets
+    /// (`|b| b` for the defaults alone, [`crate::patient`] to ride out
+    /// churn).
+    ///
+    /// # Panics
+    /// It cannot connect.
+    pub fn client(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        configure: impl FnOnce(zaris_client::Builder) -> zaris_client::Builder,
+    ) -> zaris_client::Client {
+        let builder = configure(zaris_client::Client::builder().env(crate::no_env));
+        rt.block_on(builder.connect(&self.addrs()))
+            .expect("the client connects")
+    }
+
     /// `kill -9` of node `i`.
     pub fn kill(&mut self, i: usize) {
         self.nodes[i].kill();

@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 pub mod cluster;
 pub mod keys;
 pub mod proxy;
+pub mod scenario;
 pub mod soak;
 pub mod tls;
 use std::time::{Duration, Instant};
@@ -63,31 +64,12 @@ pub fn no_env(_: &str) -> Option<String> {
     None
 }
 
-/// A client on `cluster` with the default settings and no environment
-/// (docs/behaviour.md §3), connected on `rt`.
-///
-/// # Panics
-/// It cannot connect.
+/// A client's settings that ride out churn in these tests: 500 ms
+/// attempts, 50 ms between them, 50 of them, a 20 s deadline, on top of
+/// `builder`'s. Tests add what they measure: `cluster.client(&rt, patient)`.
 #[must_use]
-pub fn default_client(
-    rt: &tokio::runtime::Runtime,
-    cluster: &cluster::Cluster,
-) -> zaris_client::Client {
-    rt.block_on(
-        zaris_client::Client::builder()
-            .env(no_env)
-            .connect(&cluster.addrs()),
-    )
-    .expect("the client connects")
-}
-
-/// A client's settings that ride out churn in these tests: no
-/// environment, 500 ms attempts, 50 ms between them, 50 of them, a 20 s
-/// deadline. Tests add what they measure.
-#[must_use]
-pub fn patient() -> zaris_client::Builder {
-    zaris_client::Client::builder()
-        .env(no_env)
+pub fn patient(builder: zaris_client::Builder) -> zaris_client::Builder {
+    builder
         .attempt_timeout(std::time::Duration::from_millis(500))
         .backoff(std::time::Duration::from_millis(50))
         .max_attempts(50)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use zaris_client::{Client, Value};
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{default_client, no_env, runtime, servers_under_test, Frame};
+use zaris_tests::{runtime, servers_under_test, Frame};
 
 /// `blocked_clients` in the node's `INFO clients`.
 fn blocked_clients(cluster: &Cluster, node: usize) -> u64 {
@@ -70,15 +70,8 @@ fn a_blocking_command_given_up_on_is_unblocked_not_served() {
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
-        let client = default_client(&rt, &cluster);
-        let strict = rt
-            .block_on(
-                Client::builder()
-                    .env(no_env)
-                    .request_timeout(Some(Duration::from_millis(500)))
-                    .connect(&cluster.addrs()),
-            )
-            .expect("connect");
+        let client = cluster.client(&rt, |b| b);
+        let strict = cluster.client(&rt, |b| b.request_timeout(Some(Duration::from_millis(500))));
         let owner = |key: &str| {
             cluster
                 .owner_index(zaris_core::slot_for_key(key.as_bytes()))
@@ -155,7 +148,7 @@ fn replies_given_up_on_are_dropped_never_handed_to_the_next_caller() {
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
-        let client = default_client(&rt, &cluster);
+        let client = cluster.client(&rt, |b| b);
         // One slot: one node, one shared connection.
         let (slow, other) = ("{g}:slow", "{g}:other");
         rt.block_on(client.cmd(&["SET", other, "mine"]))

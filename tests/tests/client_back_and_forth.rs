@@ -15,7 +15,7 @@ use std::time::Duration;
 use zaris_client::Value;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{default_client, runtime, servers_under_test};
+use zaris_tests::{runtime, servers_under_test};
 
 const KEYS: usize = 20;
 const TASKS: usize = 8;
@@ -26,7 +26,7 @@ fn a_slot_moved_back_and_forth_costs_latency_not_errors() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
         // The default policy: 3 attempts, the 500 ms refresh debounce.
-        let client = default_client(&rt, &cluster);
+        let client = cluster.client(&rt, |b| b);
         let keys: Vec<String> = (0..KEYS).map(|i| format!("{{bf}}:counter{i}")).collect();
         let slot = slot_for_key(b"bf");
         let home = cluster.owner_index(slot).unwrap();

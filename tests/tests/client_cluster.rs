@@ -15,25 +15,16 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zaris_client::{Builder, Client, Error, KvStatus, Stats};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::scenario::{eventually, one_cluster_at_a_time};
 use zaris_tests::tls::Pki;
 use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Frame, Transport};
-
-/// Clusters are started one at a time: on 2 cores, two clusters failing
-/// over at once would time each other out.
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
 
 /// How a test reaches its cluster: plain text, or TLS only (`rediss://`
 /// seeds, the test CA trusted).
@@ -106,7 +97,7 @@ fn sample_keys() -> Vec<Vec<u8>> {
 
 #[test]
 fn steady_state_routes_every_key_to_its_owner_without_redirects() {
-    let _one = one_at_a_time();
+    let _one = one_cluster_at_a_time();
     for over in Over::both() {
         for server in servers_under_test() {
             steady_state(&server, &over);
@@ -396,7 +387,7 @@ fn delta(after: &Stats, before: &Stats) -> (u64, u64, u64) {
 
 #[test]
 fn churn_hides_ownership_moves_and_keeps_acknowledged_writes() {
-    let _one = one_at_a_time();
+    let _one = one_cluster_at_a_time();
     for over in Over::both() {
         for server in servers_under_test() {
             churn(&server, &over);
@@ -426,7 +417,12 @@ fn churn(server: &str, over: &Over) {
     let durable_ledger = Arc::new(Ledger::default());
     spawn_writers(&rt, &plain, &plain_ledger, "plain");
     spawn_writers(&rt, &durable, &durable_ledger, "durable");
-    std::thread::sleep(Duration::from_millis(500));
+    let under_way = |ledger: &Ledger, from: u64| {
+        ledger.acked.load(Ordering::Relaxed) >= from + 3 * WRITERS as u64
+    };
+    eventually("the writers are under way", Duration::from_secs(10), || {
+        under_way(&plain_ledger, 0) && under_way(&durable_ledger, 0)
+    });
 
     let mut reports = Vec::new();
     let mut run_event = |name: &'static str,
@@ -434,8 +430,17 @@ fn churn(server: &str, over: &Over) {
                          event: &mut dyn FnMut(&mut Cluster)| {
         let before = (plain.stats(), durable.stats());
         event(cluster);
-        // Let the writers meet the new layout before checking.
-        std::thread::sleep(Duration::from_millis(700));
+        // The writers meet the new layout before the check: each ledger
+        // has writes acknowledged since the event.
+        let acked = (
+            plain_ledger.acked.load(Ordering::Relaxed),
+            durable_ledger.acked.load(Ordering::Relaxed),
+        );
+        eventually(
+            &format!("{name}: writes acknowledged after the event"),
+            DEADLINE,
+            || under_way(&plain_ledger, acked.0) && under_way(&durable_ledger, acked.1),
+        );
         plain_ledger.pause();
         durable_ledger.pause();
         let (lost_plain, keys) = rt.block_on(plain_ledger.lost_writes(&plain));
@@ -673,7 +678,7 @@ fn migrate_with_ask_and_tryagain(
 
 #[test]
 fn a_moved_slot_costs_a_handful_of_refreshes_and_raw_statuses_show_without_retries() {
-    let _one = one_at_a_time();
+    let _one = one_cluster_at_a_time();
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();

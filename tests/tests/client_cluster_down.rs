@@ -8,10 +8,9 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::{runtime, servers_under_test};
 
 #[test]
 fn a_cluster_down_costs_waits_not_attempts() {
@@ -25,15 +24,10 @@ fn cluster_down(server: &str) {
     // cluster says CLUSTERDOWN until it returns.
     let mut cluster = Cluster::start(server, 3, 0).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(Duration::from_millis(500))
-                .request_timeout(Some(Duration::from_secs(10)))
-                .connect(&cluster.addrs()),
-        )
-        .expect("connect");
+    let client = cluster.client(&rt, |b| {
+        b.attempt_timeout(Duration::from_millis(500))
+            .request_timeout(Some(Duration::from_secs(10)))
+    });
     let victim = cluster.owner_index(slot_for_key(b"dead:{v}")).unwrap();
     // Keys served by the masters that stay up.
     let keys: Vec<String> = (0..200)

@@ -13,23 +13,15 @@
 //!   whose slot moved is retried whole and applied once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zaris_client::{Client, CommandError, Error, KvStatus, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::scenario::one_cluster_at_a_time;
 use zaris_tests::{no_env, runtime};
 use zaris_tests::{servers_under_test, Frame};
-
-/// On 2 cores, two clusters failing over at once would time each other out.
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
 
 fn data(s: &str) -> Value {
     Value::Data(s.as_bytes().to_vec().into())
@@ -53,7 +45,7 @@ async fn ok(client: &Client, args: &[&str]) -> Value {
 
 #[test]
 fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
-    let _one = one_at_a_time();
+    let _one = one_cluster_at_a_time();
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
@@ -569,7 +561,7 @@ fn mixed_pipeline(
 
 #[test]
 fn pipelines_and_transactions_hold_through_migration_and_failover() {
-    let _one = one_at_a_time();
+    let _one = one_cluster_at_a_time();
     for server in servers_under_test() {
         let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();

@@ -77,27 +77,24 @@ fn rotation(server: &str) {
     let current = Arc::new(Mutex::new(("app-1".to_owned(), "first secret".to_owned())));
     let asked = Arc::new(AtomicU64::new(0));
     let rt = runtime();
-    let client = rt
-        .block_on(
-            zaris_tests::patient()
-                .credentials({
-                    let (current, asked) = (current.clone(), asked.clone());
-                    move || {
-                        let (user, password) = current.lock().unwrap().clone();
-                        asked.fetch_add(1, Ordering::Relaxed);
-                        async move {
-                            // A provider that fetches: it may take a while.
-                            tokio::time::sleep(Duration::from_millis(2)).await;
-                            Ok::<_, std::convert::Infallible>(Credentials {
-                                username: Some(user),
-                                password,
-                            })
-                        }
-                    }
-                })
-                .connect(&cluster.addrs()),
-        )
-        .expect("connect as app-1");
+    // Connects as app-1.
+    let client = cluster.client(&rt, |b| {
+        zaris_tests::patient(b).credentials({
+            let (current, asked) = (current.clone(), asked.clone());
+            move || {
+                let (user, password) = current.lock().unwrap().clone();
+                asked.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    // A provider that fetches: it may take a while.
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    Ok::<_, std::convert::Infallible>(Credentials {
+                        username: Some(user),
+                        password,
+                    })
+                }
+            }
+        })
+    });
 
     // Traffic: writers on keys all over the map, each write read back.
     let stop = Arc::new(AtomicBool::new(false));

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{default_client, runtime, servers_under_test};
+use zaris_tests::scenario::eventually;
+use zaris_tests::{runtime, servers_under_test};
 
 const WRITERS: usize = 8;
 
@@ -31,7 +32,7 @@ fn a_killed_master_costs_latency_not_errors() {
     for server in servers_under_test() {
         let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
-        let client = default_client(&rt, &cluster);
+        let client = cluster.client(&rt, |b| b);
         let victim_key = "killed:{victim}";
         let victim = cluster
             .owner_index(slot_for_key(victim_key.as_bytes()))
@@ -75,7 +76,9 @@ fn a_killed_master_costs_latency_not_errors() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(500));
+        eventually("the writers are under way", Duration::from_secs(10), || {
+            outcomes.lock().unwrap().len() >= 10 * WRITERS
+        });
         let before = client.stats();
         let killed_at = Instant::now();
         cluster.kill(victim);
@@ -83,7 +86,19 @@ fn a_killed_master_costs_latency_not_errors() {
             .wait_failover_of(victim, slot_for_key(victim_key.as_bytes()))
             .unwrap();
         let failed_over = killed_at.elapsed();
-        std::thread::sleep(Duration::from_secs(1));
+        // Writes go on until one to the dead master's slots, started after
+        // the failover, has landed on its heir.
+        eventually(
+            &format!("{server}: a write to the dead master's slots lands after the failover"),
+            Duration::from_secs(10),
+            || {
+                outcomes
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|w| w.victims && w.result.is_ok() && w.started >= killed_at + failed_over)
+            },
+        );
         stop.store(true, Ordering::Release);
         for writer in writers {
             rt.block_on(writer).unwrap();

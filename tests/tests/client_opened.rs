@@ -14,11 +14,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Error};
+use zaris_client::Error;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::proxy::Faults;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::{runtime, servers_under_test};
 
 const ATTEMPT: Duration = Duration::from_millis(300);
 
@@ -33,17 +33,12 @@ fn a_silent_node_is_opened_and_an_answer_closes_it() {
 fn black_holed(server: &str) {
     let cluster = Cluster::start_proxied(server, 3, 0).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(ATTEMPT)
-                .backoff(Duration::from_millis(50))
-                .max_attempts(3)
-                .request_timeout(Some(Duration::from_secs(3)))
-                .connect(&cluster.addrs()),
-        )
-        .expect("connect");
+    let client = cluster.client(&rt, |b| {
+        b.attempt_timeout(ATTEMPT)
+            .backoff(Duration::from_millis(50))
+            .max_attempts(3)
+            .request_timeout(Some(Duration::from_secs(3)))
+    });
     let key = "opened:{k}";
     let master = cluster.owner_index(slot_for_key(key.as_bytes())).unwrap();
     let addr = cluster.addr(master);
@@ -124,9 +119,7 @@ fn black_holed(server: &str) {
 fn frozen(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(zaris_tests::patient().connect(&cluster.addrs()))
-        .expect("connect");
+    let client = cluster.client(&rt, zaris_tests::patient);
     let key = "frozen:{k}";
     let slot = slot_for_key(key.as_bytes());
     let master = cluster.owner_index(slot).unwrap();

@@ -45,14 +45,10 @@ fn ownership_changes_and_node_commands_through_churn() {
 fn churn(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(
-            zaris_tests::patient()
-                // No poll: each change below is revealed by what the test does.
-                .poll_interval(Duration::from_secs(3600))
-                .connect(&cluster.addrs()),
-        )
-        .expect("connect");
+    // No poll: each change below is revealed by what the test does.
+    let client = cluster.client(&rt, |b| {
+        zaris_tests::patient(b).poll_interval(Duration::from_secs(3600))
+    });
     let mut changes = client.ownership_changes();
     let key = "own:{m}";
     let slot = slot_for_key(key.as_bytes());

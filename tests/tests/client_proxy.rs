@@ -20,26 +20,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use zaris_client::{Client, Error, TransportFailure};
+use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::proxy::Faults;
-use zaris_tests::{no_env, runtime, servers_under_test};
+use zaris_tests::scenario::{
+    median, read_until, times_out, write_through_failover, ThroughFailover,
+};
+use zaris_tests::{runtime, servers_under_test};
 
 const ATTEMPT: Duration = Duration::from_millis(500);
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples[samples.len() / 2]
-}
-
-/// A client that rides out a fault: short attempts, many of them.
-async fn patient(seeds: &[String]) -> Client {
-    zaris_tests::patient()
-        .connect(seeds)
-        .await
-        .expect("connect")
-}
 
 #[test]
 fn a_black_holed_master_is_timed_out_refreshed_around_and_failed_over() {
@@ -51,17 +41,8 @@ fn a_black_holed_master_is_timed_out_refreshed_around_and_failed_over() {
 fn black_holed_master(server: &str) {
     let cluster = Cluster::start_proxied(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let seeds = cluster.addrs();
-    let client = rt.block_on(patient(&seeds));
-    let once = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(ATTEMPT)
-                .max_attempts(1)
-                .connect(&seeds),
-        )
-        .expect("connect");
+    let client = cluster.client(&rt, zaris_tests::patient);
+    let once = cluster.client(&rt, |b| b.attempt_timeout(ATTEMPT).max_attempts(1));
     let key = "holed:{k}".to_owned();
     let slot = slot_for_key(key.as_bytes());
     let master = cluster.owner_index(slot).unwrap();
@@ -74,40 +55,15 @@ fn black_holed_master(server: &str) {
 
     // A request to it ends by its attempt time-out: nothing refuses,
     // nothing resets, nothing answers.
-    let started = Instant::now();
-    let lone = rt.block_on(once.get(&key));
-    let took = started.elapsed();
-    assert!(
-        matches!(
-            lone,
-            Err(Error::Transport {
-                failure: TransportFailure::TimedOut,
-                ..
-            })
-        ),
-        "{server}: {lone:?}"
-    );
-    assert!(
-        took >= ATTEMPT && took < ATTEMPT + Duration::from_millis(300),
-        "{server}: {took:?}"
-    );
+    times_out(&rt, &once, &key, ATTEMPT);
 
     // A writer keeps at it; the cluster, which cannot reach the master
     // either, fails it over.
-    let writer = rt.spawn({
-        let (client, key) = (client.clone(), key.clone());
-        async move {
-            client
-                .set(&key, "after")
-                .await
-                .expect("the write lands once failed over");
-            Instant::now()
-        }
-    });
-    let new_master = cluster.wait_failover_of(master, slot).unwrap();
-    let failed_over = Instant::now();
-    let written = rt.block_on(writer).unwrap();
-    let late = written.saturating_duration_since(failed_over);
+    let ThroughFailover {
+        new_master,
+        failed_over,
+        late,
+    } = write_through_failover(&rt, &client, &cluster, master, slot, &key);
     let after = client.stats();
     eprintln!(
         "{server}: black-holed master failed over after {:?}; the write landed {late:?} later; \
@@ -140,23 +96,6 @@ fn black_holed_master(server: &str) {
             Some(&b"healed"[..])
         );
     });
-}
-
-/// GETs of `keys`, in turn, until `stop`: each one's latency.
-async fn read_until(
-    client: Client,
-    keys: Arc<Vec<String>>,
-    stop: Arc<AtomicBool>,
-) -> Vec<Duration> {
-    let mut latencies = Vec::new();
-    while !stop.load(Ordering::Acquire) {
-        for key in keys.iter() {
-            let started = Instant::now();
-            client.get(key).await.expect("a healthy shard answers");
-            latencies.push(started.elapsed());
-        }
-    }
-    latencies
 }
 
 /// GETs of `key` until `stop`, whatever they end with: callers of a node
@@ -227,25 +166,14 @@ fn in_flight_cap(server: &str) {
     // stays up), so the cluster keeps the node and the fault lasts.
     let cluster = Cluster::start_proxied(server, 3, 0).expect("cluster");
     let rt = runtime();
-    let seeds = cluster.addrs();
     const CAP: usize = 32;
     const PRESSING: usize = 200;
-    let default = rt.block_on(
-        Client::builder()
-            .env(no_env)
-            .attempt_timeout(ATTEMPT)
+    let short = |b: zaris_client::Builder| {
+        b.attempt_timeout(ATTEMPT)
             .request_timeout(Some(Duration::from_secs(2)))
-            .connect(&seeds),
-    );
-    let capped = rt.block_on(
-        Client::builder()
-            .env(no_env)
-            .attempt_timeout(ATTEMPT)
-            .request_timeout(Some(Duration::from_secs(2)))
-            .max_in_flight_per_node(CAP)
-            .connect(&seeds),
-    );
-    let (default, capped) = (default.expect("connect"), capped.expect("connect"));
+    };
+    let default = cluster.client(&rt, short);
+    let capped = cluster.client(&rt, |b| short(b).max_in_flight_per_node(CAP));
     let holed_key = "holed:{k}".to_owned();
     let holed = cluster
         .owner_index(slot_for_key(holed_key.as_bytes()))
@@ -319,7 +247,7 @@ fn refreshes_bounded(server: &str) {
     const OPS: usize = 10_000;
     let cluster = Cluster::start_proxied(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt.block_on(patient(&cluster.addrs()));
+    let client = cluster.client(&rt, zaris_tests::patient);
     let key_of = |i: usize| format!("wave:{i}");
     let slot = slot_for_key(key_of(0).as_bytes());
     let master = cluster.owner_index(slot).unwrap();

@@ -293,9 +293,7 @@ fn a_redis_rs_program_answers_on_zaris_as_on_redis_rs() {
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
-        let client = rt
-            .block_on(patient().connect(&cluster.addrs()))
-            .expect("connect");
+        let client = cluster.client(&rt, patient);
         let mut zaris = client.redis_compat();
         let mut theirs = rt
             .block_on(redis_rs(&cluster).get_async_connection())
@@ -576,9 +574,7 @@ fn redis_rs_code_on_zaris_rides_out_churn() {
     for server in servers_under_test() {
         let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
-        let client = rt
-            .block_on(patient().connect(&cluster.addrs()))
-            .expect("connect");
+        let client = cluster.client(&rt, patient);
         let mut con = client.redis_compat();
         let churn = slot_for_key(b"churn");
         let home = cluster.owner_index(churn).unwrap();

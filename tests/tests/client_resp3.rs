@@ -23,13 +23,8 @@ fn data(s: &str) -> Value {
 fn resp3(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(
-            zaris_tests::patient()
-                .protocol(Protocol::Resp3)
-                .connect(&cluster.addrs()),
-        )
-        .expect("a RESP3 client reads the map from RESP3 CLUSTER SHARDS");
+    // A RESP3 client reads the map from RESP3 CLUSTER SHARDS.
+    let client = cluster.client(&rt, |b| zaris_tests::patient(b).protocol(Protocol::Resp3));
     assert_eq!(client.owners().len(), 3, "{server}");
     rt.block_on(async {
         client.cmd(&["HSET", "{h}", "f", "1.5"]).await.unwrap();

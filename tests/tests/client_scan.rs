@@ -27,9 +27,7 @@ fn a_scan_returns_every_key_through_migrations_a_failover_and_a_kill() {
 fn scan_under_churn(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(zaris_tests::patient().connect(&cluster.addrs()))
-        .expect("connect");
+    let client = cluster.client(&rt, zaris_tests::patient);
     let keys: Vec<String> = (0..KEYS).map(|i| format!("scan:{i}")).collect();
     rt.block_on(async {
         for chunk in keys.chunks(500) {

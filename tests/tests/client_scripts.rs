@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use zaris_client::{Client, Script, Value};
+use zaris_client::{Script, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime, servers_under_test, Frame};
+use zaris_tests::{runtime, servers_under_test, Frame};
 
 const ADD: &str = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
 
@@ -31,15 +31,10 @@ fn scripts_survive_flushes_failovers_migrations_and_kills() {
 fn scripts(server: &str) {
     let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
     let rt = runtime();
-    let client = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .attempt_timeout(Duration::from_millis(500))
-                .request_timeout(Some(Duration::from_secs(20)))
-                .connect(&cluster.addrs()),
-        )
-        .expect("connect");
+    let client = cluster.client(&rt, |b| {
+        b.attempt_timeout(Duration::from_millis(500))
+            .request_timeout(Some(Duration::from_secs(20)))
+    });
     let add = Script::new(ADD);
     let key = "visits:{s}";
     let slot = slot_for_key(key.as_bytes());
