@@ -31,6 +31,9 @@ pub use redis_protocol::resp2::types::OwnedFrame as Frame;
 /// How long a server gets to start answering `PING`.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Ports tried for a server whose free port another process took first.
+const PORT_TRIES: u32 = 5;
+
 /// I/O bound on every test connection, so a wedged server fails a test
 /// instead of hanging it.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -241,23 +244,39 @@ impl RedisNode {
         extra: &[&str],
         transport: Transport,
     ) -> io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("zaris-redis-").tempdir()?;
-        let port = free_port()?;
         let args: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
-        let child = spawn(binary, dir.path(), port, &transport, &args)?;
-        let mut node = Self {
-            port,
-            child,
-            dir,
-            binary: binary.to_owned(),
-            args,
-            transport,
-            running: true,
-            frozen: false,
-        };
-        node.wait_ready()?;
-        tracing::debug!(port, "server up");
-        Ok(node)
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let dir = tempfile::Builder::new().prefix("zaris-redis-").tempdir()?;
+            let port = free_port()?;
+            let child = spawn(binary, dir.path(), port, &transport, &args)?;
+            let mut node = Self {
+                port,
+                child,
+                dir,
+                binary: binary.to_owned(),
+                args: args.clone(),
+                transport: transport.clone(),
+                running: true,
+                frozen: false,
+            };
+            match node.wait_ready() {
+                Ok(()) => {
+                    tracing::debug!(port, "server up");
+                    return Ok(node);
+                }
+                // The free port was taken between the check and the
+                // server's bind (another test's server, or its bus port):
+                // another port.
+                Err(e)
+                    if tries < PORT_TRIES && e.to_string().contains("Address already in use") =>
+                {
+                    tracing::debug!(port, "port taken meanwhile; another");
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// `kill -9`: the process dies at once; its directory (and cluster

@@ -79,36 +79,36 @@ impl Inner {
             let mut failed: Vec<(usize, Failure)> = Vec::new();
             // Requests not sent: their slot has no owner that can answer.
             let mut unroutable: Vec<(usize, u16)> = Vec::new();
-            let batches = self.batches(requests, &mut round, &mut failed, &mut unroutable);
-            // One batch (a single command, a pipeline to one node) is
+            let shares = self.shares(requests, &mut round, &mut failed, &mut unroutable);
+            // One share (a single command, a pipeline to one node) is
             // awaited as it is: `join_all` would put it in a vector on the
             // heap, and move it there, for nothing to join.
-            let sent: SmallVec<[_; 1]> = match &batches[..] {
-                [batch] => {
+            let sent: SmallVec<[_; 1]> = match &shares[..] {
+                [share] => {
                     smallvec::smallvec![
-                        self.send_batch(batch, requests, &round, started, sending)
+                        self.send_share(share, requests, &round, started, sending)
                             .await
                     ]
                 }
                 _ => join_all(
-                    batches
+                    shares
                         .iter()
-                        .map(|batch| self.send_batch(batch, requests, &round, started, sending)),
+                        .map(|share| self.send_share(share, requests, &round, started, sending)),
                 )
                 .await
                 .into(),
             };
-            for (batch, replies) in batches.iter().zip(sent) {
+            for (share, replies) in shares.iter().zip(sent) {
                 match replies {
                     Ok(mut frames) => {
                         let mut from = 0;
-                        for &(at, asking) in &batch.members {
+                        for &(at, asking) in &share.members {
                             // An ASKING's +OK goes first.
                             from += usize::from(asking);
                             let to = (from + requests.replies(round[at].index)).min(frames.len());
                             let mine = &mut frames[from..to];
                             from = to;
-                            match self.judge(mine, &batch.node) {
+                            match self.judge(mine, &share.node) {
                                 Verdict::Answer => deliver(round[at].index, Ok(mine)),
                                 Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
                                 // The probe of a node known down found it
@@ -132,8 +132,8 @@ impl Inner {
                         }
                     }
                     Err(e) => {
-                        for &(at, _) in &batch.members {
-                            match conn_failure(e.clone(), &batch.node.addr) {
+                        for &(at, _) in &share.members {
+                            match conn_failure(e.clone(), &share.node.addr) {
                                 Err(e) => deliver(round[at].index, Err(e)),
                                 Ok(failure) => failed.push((at, failure)),
                             }

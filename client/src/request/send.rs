@@ -32,7 +32,7 @@ const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
 /// The requests of one round that go to one node in one write (or, for a
 /// blocking command, alone on a connection of its own).
-pub(super) struct Batch {
+pub(super) struct Share {
     pub(super) node: Arc<Node>,
     pub(super) dedicated: bool,
     /// Positions in the round's `InFlight` list, and whether each follows
@@ -58,16 +58,16 @@ impl Inner {
     /// is down (unless it is the probe), is not sent: it goes
     /// to `unroutable` with its slot, to wait for the map (until it has
     /// waited out, when it fails or is sent as any request).
-    pub(super) fn batches<R: Requests + ?Sized>(
+    pub(super) fn shares<R: Requests + ?Sized>(
         &self,
         requests: &R,
         round: &mut [InFlight],
         failed: &mut Vec<(usize, Failure)>,
         unroutable: &mut Vec<(usize, u16)>,
-    ) -> SmallVec<[Batch; 1]> {
+    ) -> SmallVec<[Share; 1]> {
         let snapshot = self.snapshot.load();
         let read_from = self.config.read_from;
-        let mut batches: SmallVec<[Batch; 1]> = SmallVec::new();
+        let mut shares: SmallVec<[Share; 1]> = SmallVec::new();
         let count = round.len();
         for (at, in_flight) in round.iter_mut().enumerate() {
             in_flight.probing = false;
@@ -109,17 +109,17 @@ impl Inner {
                 },
                 (None, Route::Node(node)) => node,
             };
-            let shared = batches
+            let shared = shares
                 .iter_mut()
                 .find(|b| !b.dedicated && !blocking && Arc::ptr_eq(&b.node, node));
             match shared {
-                Some(batch) => batch.members.push((at, following)),
+                Some(share) => share.members.push((at, following)),
                 None => {
                     // Room for every request left: growing one at a time
                     // moved a pipeline's share half a dozen times.
                     let mut members = SmallVec::with_capacity(count - at);
                     members.push((at, following));
-                    batches.push(Batch {
+                    shares.push(Share {
                         node: node.clone(),
                         dedicated: blocking,
                         members,
@@ -132,10 +132,10 @@ impl Inner {
         self.counters
             .attempts
             .fetch_add(attempted, std::sync::atomic::Ordering::Relaxed);
-        batches
+        shares
     }
 
-    /// One batch in one write: the replies of all its members, in order
+    /// One share in one write: the replies of all its members, in order
     /// (an `ASKING`'s `+OK` before the request that follows it).
     ///
     /// On a node that has stopped answering (its last request timed out),
@@ -143,18 +143,18 @@ impl Inner {
     /// a member's slot (the cluster failed a frozen master over), the
     /// attempt is given up then, not at its time-out, and the retry goes to
     /// the new owner.
-    pub(super) async fn send_batch<R: Requests + ?Sized>(
+    pub(super) async fn send_share<R: Requests + ?Sized>(
         self: &Arc<Self>,
-        batch: &Batch,
+        share: &Share,
         requests: &R,
         round: &[InFlight],
         started: Instant,
         now: Instant,
     ) -> Result<Frames, ConnError> {
-        let until = self.attempt_until(batch, started, now);
+        let until = self.attempt_until(share, started, now);
         // The slots the map may move, for the slow paths below.
         let slots = || -> SmallVec<[u16; 1]> {
-            batch
+            share
                 .members
                 .iter()
                 .filter(|&&(_, asking)| !asking)
@@ -165,25 +165,25 @@ impl Inner {
         // The waits for room and the race against the map are rare, and
         // boxed: the common path's future stays small (it is moved into
         // every future that awaits it).
-        let room = match batch.dedicated {
+        let room = match share.dedicated {
             true => None,
-            false => match batch.node.try_admit(batch.members.len()) {
+            false => match share.node.try_admit(share.members.len()) {
                 Some(room) => Some(room),
-                None => Some(Box::pin(self.room_on(batch, &slots(), until)).await?),
+                None => Some(Box::pin(self.room_on(share, &slots(), until)).await?),
             },
         };
         // Only a node that has stopped answering is raced against the map.
-        let racing = !batch.dedicated && batch.node.unanswered();
+        let racing = !share.dedicated && share.node.unanswered();
         let slots = if racing { slots() } else { SmallVec::new() };
         if slots.is_empty() {
-            return self.write_batch(batch, requests, round, until, room).await;
+            return self.write_share(share, requests, round, until, room).await;
         }
         Box::pin(async {
             tokio::select! {
-                sent = self.write_batch(batch, requests, round, until, room) => sent,
-                to = self.owner_moves(&batch.node, &slots) => {
+                sent = self.write_share(share, requests, round, until, room) => sent,
+                to = self.owner_moves(&share.node, &slots) => {
                     Counters::bump(&self.counters.attempts_abandoned);
-                    tracing::info!(from = %batch.node.addr, %to, "stopped waiting on a silent node");
+                    tracing::info!(from = %share.node.addr, %to, "stopped waiting on a silent node");
                     Err(ConnError::Superseded(to))
                 }
             }
@@ -191,50 +191,50 @@ impl Inner {
         .await
     }
 
-    /// Room for the batch among its node's requests in flight
+    /// Room for the share among its node's requests in flight
     /// (`max_in_flight_per_node`), once [`Node::try_admit`] found none: the
-    /// batch waits, unsent, for room, until `until`, and (on a node that
+    /// share waits, unsent, for room, until `until`, and (on a node that
     /// has stopped answering: frozen, black-holed) for the map to move one
     /// of its `slots`; in the last two cases it is not sent
     /// ([`ConnError::Saturated`]) and retries elsewhere.
     pub(super) async fn room_on(
         self: &Arc<Self>,
-        batch: &Batch,
+        share: &Share,
         slots: &[u16],
         until: Instant,
     ) -> Result<OwnedSemaphorePermit, ConnError> {
-        let requests = batch.members.len();
+        let requests = share.members.len();
         Counters::bump(&self.counters.node_full_waits);
         let full = || {
             format!(
                 "{} holds {} requests in flight, the most allowed",
-                batch.node.addr,
-                batch.node.in_flight()
+                share.node.addr,
+                share.node.in_flight()
             )
         };
         // Racing the map is for a node that has stopped answering; a busy
         // one just drains.
-        let silent = batch.node.unanswered();
+        let silent = share.node.unanswered();
         let moved = async {
             if slots.is_empty() || !silent {
                 std::future::pending::<String>().await
             } else {
-                self.owner_moves(&batch.node, slots).await
+                self.owner_moves(&share.node, slots).await
             }
         };
         tokio::select! {
-            room = batch.node.admit(requests) => Ok(room),
+            room = share.node.admit(requests) => Ok(room),
             to = moved => Err(ConnError::Saturated(format!("{}; its slot is {to}", full()))),
             () = tokio::time::sleep_until(until.into()) => Err(ConnError::Saturated(full())),
         }
     }
 
-    /// When the batch's attempt, sent `now`, gives up: after the attempt
+    /// When the share's attempt, sent `now`, gives up: after the attempt
     /// time-out (a blocking command's own bound instead), never past the
     /// tightest of its members' deadlines.
-    pub(super) fn attempt_until(&self, batch: &Batch, started: Instant, now: Instant) -> Instant {
-        // A blocking command, alone in its batch, may wait its whole deadline.
-        let limit = if batch.dedicated {
+    pub(super) fn attempt_until(&self, share: &Share, started: Instant, now: Instant) -> Instant {
+        // A blocking command, alone in its share, may wait its whole deadline.
+        let limit = if share.dedicated {
             BLOCKING_WITHOUT_DEADLINE
         } else {
             self.config.attempt_timeout
@@ -271,11 +271,11 @@ impl Inner {
         }
     }
 
-    /// [`Self::send_batch`] without the race: written, and its replies
+    /// [`Self::send_share`] without the race: written, and its replies
     /// awaited until `until`.
-    pub(super) async fn write_batch<R: Requests + ?Sized>(
+    pub(super) async fn write_share<R: Requests + ?Sized>(
         &self,
-        batch: &Batch,
+        share: &Share,
         requests: &R,
         round: &[InFlight],
         until: Instant,
@@ -283,20 +283,20 @@ impl Inner {
     ) -> Result<Frames, ConnError> {
         let index = |at: usize| round[at].index;
         // One request alone is sent as it is, without a copy.
-        if let [(at, false)] = batch.members[..] {
+        if let [(at, false)] = share.members[..] {
             let i = index(at);
             return self
-                .send_on(batch, requests.bytes(i), requests.replies(i), until, room)
+                .send_on(share, requests.bytes(i), requests.replies(i), until, room)
                 .await;
         }
-        let size = batch
+        let size = share
             .members
             .iter()
             .map(|&(at, _)| requests.bytes(index(at)).len() + ASKING.len())
             .sum();
         let mut bytes = BytesMut::with_capacity(size);
         let mut replies = 0;
-        for &(at, asking) in &batch.members {
+        for &(at, asking) in &share.members {
             if asking {
                 bytes.extend_from_slice(ASKING);
                 replies += 1;
@@ -304,48 +304,48 @@ impl Inner {
             bytes.extend_from_slice(requests.bytes(index(at)));
             replies += requests.replies(index(at));
         }
-        self.send_on(batch, &bytes, replies, until, room).await
+        self.send_on(share, &bytes, replies, until, room).await
     }
 
-    /// `bytes` on the batch's node: its shared connection (holding `room`
+    /// `bytes` on the share's node: its shared connection (holding `room`
     /// there until the replies come), or one of its own for a blocking
     /// command.
     pub(super) async fn send_on(
         &self,
-        batch: &Batch,
+        share: &Share,
         bytes: &[u8],
         replies: usize,
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Frames, ConnError> {
         // Dedicated connections and connecting are rare, and boxed, as in
-        // `send_batch`.
-        if batch.dedicated {
+        // `send_share`.
+        if share.dedicated {
             Box::pin(async {
                 let timeout = until.saturating_duration_since(Instant::now());
                 // Connecting may not take the whole wait.
                 let connect = timeout.min(self.config.attempt_timeout);
-                let conn = batch.node.dedicated(connect, &self.config.conn).await?;
+                let conn = share.node.dedicated(connect, &self.config.conn).await?;
                 let frames = conn.request_in(bytes, replies, until, None).await?;
-                batch.node.give_back(conn);
+                share.node.give_back(conn);
                 Ok(frames)
             })
             .await
         } else {
             let began = metrics::started();
             let sent = async {
-                let conn = match batch.node.live() {
+                let conn = match share.node.live() {
                     Some(conn) => conn,
                     None => {
                         let timeout = until.saturating_duration_since(Instant::now());
-                        Box::pin(batch.node.connection(timeout, &self.config.conn)).await?
+                        Box::pin(share.node.connection(timeout, &self.config.conn)).await?
                     }
                 };
                 conn.request_in(bytes, replies, until, room).await
             }
             .await;
-            batch.node.note_reply(&sent);
-            metrics::attempt(&batch.node.addr, began, batch.node.in_flight());
+            share.node.note_reply(&sent);
+            metrics::attempt(&share.node.addr, began, share.node.in_flight());
             sent
         }
     }
