@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Error, KvStatus, RefreshCause};
+use zaris_client::{Error, KvStatus, RefreshCause};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::runtime;
 use zaris_tests::{servers_under_test, simple, Frame};
 
 fn node_id(cluster: &Cluster, i: usize) -> Vec<u8> {
@@ -41,16 +41,9 @@ fn loops_are_caught_disagreement_outvoted_and_refreshes_rate_limited() {
     for server in servers_under_test() {
         let cluster = Cluster::start(&server, 3, 0).expect("cluster");
         let rt = runtime();
-        let seeds = cluster.addrs();
-        let client = rt
-            .block_on(
-                Client::builder()
-                    .env(no_env)
-                    .max_attempts(6)
-                    .poll_interval(Duration::from_secs(3600))
-                    .connect(&seeds),
-            )
-            .expect("connect");
+        let client = cluster.client(&rt, |b| {
+            b.max_attempts(6).poll_interval(Duration::from_secs(3600))
+        });
 
         // A MOVED loop: the owner A hands the (empty) slot to B in its own
         // view only; B still thinks A owns it.
@@ -112,15 +105,10 @@ fn loops_are_caught_disagreement_outvoted_and_refreshes_rate_limited() {
         set_slot(&cluster, liar, other, owner);
 
         // The rate: however many ask, one refresh per interval.
-        let limited = rt
-            .block_on(
-                Client::builder()
-                    .env(no_env)
-                    .refresh_min_interval(Duration::from_secs(5))
-                    .poll_interval(Duration::from_secs(3600))
-                    .connect(&seeds),
-            )
-            .expect("connect");
+        let limited = cluster.client(&rt, |b| {
+            b.refresh_min_interval(Duration::from_secs(5))
+                .poll_interval(Duration::from_secs(3600))
+        });
         rt.block_on(async {
             for _ in 0..20 {
                 limited.refresh_map().await;

@@ -69,24 +69,12 @@ fn replica_reads(server: &str) {
     let rt = runtime();
     let seeds = cluster.addrs();
     // Writes wait for the replica, so the reads below cannot be stale.
-    let writer = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .durable_writes(1, Duration::from_secs(2))
-                .connect(&seeds),
-        )
-        .expect("connect");
-    let reader = rt
-        .block_on(
-            Client::builder()
-                .env(no_env)
-                .read_from(ReadFrom::PreferReplica)
-                .request_timeout(Some(DEADLINE))
-                .max_attempts(5)
-                .connect(&seeds),
-        )
-        .expect("connect");
+    let writer = cluster.client(&rt, |b| b.durable_writes(1, Duration::from_secs(2)));
+    let reader = cluster.client(&rt, |b| {
+        b.read_from(ReadFrom::PreferReplica)
+            .request_timeout(Some(DEADLINE))
+            .max_attempts(5)
+    });
     let keys: Vec<String> = (0..300).map(|i| format!("replica-read:{i}")).collect();
     rt.block_on(async {
         for key in &keys {
