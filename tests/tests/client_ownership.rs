@@ -86,7 +86,20 @@ fn churn(server: &str) {
                 }
             }
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Reads under way, then the bounce under them.
+        let read_some = |from: u64| {
+            let reads = reads.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(5), async {
+                    while reads.load(Ordering::Relaxed) < from + 10 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+                .await
+                .expect("reads go on");
+            }
+        };
+        read_some(0).await;
         let quick = Instant::now();
         cluster.move_slot(slot, from).unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;
@@ -96,7 +109,8 @@ fn churn(server: &str) {
             "{:?}",
             quick.elapsed()
         );
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Reads go on after the bounce, on the layout it left.
+        read_some(reads.load(Ordering::Relaxed)).await;
         stop.store(true, Ordering::Release);
         reader.await.unwrap();
         assert!(reads.load(Ordering::Relaxed) > 0);
