@@ -266,7 +266,9 @@ struct Counted {
     acked_versions: Vec<u64>,
 }
 
-/// Reads the history and judges it.
+/// Reads the history and judges it: each kind of operation against what
+/// the cluster holds at the end ([`Finals`]), the refreshes against their
+/// bound, the memory against its start.
 pub(crate) fn judge(
     config: &Config,
     history: &Path,
@@ -295,137 +297,220 @@ pub(crate) fn judge(
             ));
         }
     }
-    let lossy = |at: f64| {
-        events.iter().any(|e| {
-            e.kind.may_lose_plain_writes()
-                && at >= e.start_ms - REPLICATION_LAG_MS
-                && at <= e.end_ms
-        })
-    };
-    let kills: Vec<(f64, f64)> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::KillMaster)
-        .map(|e| (e.start_ms, e.end_ms))
-        .collect();
-
-    let mut registers: HashMap<String, Register> = HashMap::new();
-    let mut reads: Vec<(String, String)> = Vec::new();
-    let mut appends: HashMap<String, Appended> = HashMap::new();
-    let mut counters: HashMap<String, Counted> = HashMap::new();
-    let mut multi_written: HashSet<String> = HashSet::from(["-".to_owned()]);
-    let mut multi_reads: Vec<String> = Vec::new();
-    let mut popped: HashMap<String, u64> = HashMap::new();
-    let mut timeline: Vec<Second> = vec![Second::default(); config.seconds as usize + 30];
-    let mut all = Tally::default();
-    let mut in_kills = Tally::default();
-    let mut worst: f64 = 0.0;
-    let deadline_ms = DEADLINE.as_secs_f64() * 1000.0;
-    let mut pubsub = [0u64; 3];
-
-    let file = std::io::BufReader::new(std::fs::File::open(history)?);
-    for line in file.lines() {
-        let line = line?;
-        let Some(op) = parse(&line) else {
-            violations.push(format!("an unreadable history line: {line:?}"));
-            continue;
-        };
-        match op.kind {
-            "recv" => {
-                pubsub[1] += 1;
-                continue;
-            }
-            "gap" => {
-                pubsub[2] += 1;
-                continue;
-            }
-            "sub" => {
-                violations.push(format!("could not subscribe: {line}"));
-                continue;
-            }
-            "pub" if op.ok => pubsub[0] += 1,
-            _ => {}
-        }
-        // A conflict is an answer: the operation worked as asked.
-        let ok = op.ok || op.conflict;
-        all.add(ok);
-        if kills
-            .iter()
-            .any(|&(a, b)| op.invoked >= a && op.invoked <= b)
-        {
-            in_kills.add(ok);
-        }
-        let took = op.completed - op.invoked;
-        worst = worst.max(took);
-        if took > deadline_ms + DEADLINE_SLACK_MS {
-            violations.push(format!(
-                "past its deadline by {:.0} ms: {line}",
-                took - deadline_ms
-            ));
-        }
-        let second = (op.completed / 1000.0) as usize;
-        if let Some(s) = timeline.get_mut(second) {
-            if ok {
-                s.succeeded += 1;
-            } else {
-                s.failed += 1;
-            }
-        }
-        match op.kind {
-            "dw" | "pw" => {
-                let r = registers.entry(op.key.to_owned()).or_default();
-                r.durable = op.kind == "dw";
-                r.written.insert(op.value.to_owned());
-                if op.ok {
-                    if let Some((_, n)) = sequence(op.value) {
-                        if r.acked.is_none_or(|(m, _)| n > m) {
-                            r.acked = Some((n, op.completed));
-                        }
-                    }
-                }
-            }
-            "dr" | "pr" if op.ok => reads.push((op.key.to_owned(), op.value.to_owned())),
-            "ap" | "push" => {
-                let (written, acked) = appends.entry(op.key.to_owned()).or_default();
-                written.insert(op.value.to_owned());
-                if op.ok {
-                    acked.push((op.value.to_owned(), op.completed));
-                }
-            }
-            "pop" if op.ok => *popped.entry(op.value.to_owned()).or_default() += 1,
-            "inc" | "tx" => {
-                let c = counters.entry(op.key.to_owned()).or_default();
-                if op.ok {
-                    c.acked += 1;
-                    c.acked_in_lossy += u64::from(lossy(op.completed));
-                } else {
-                    c.unknown += 1;
-                }
-            }
-            "cas" => {
-                let c = counters.entry(op.key.to_owned()).or_default();
-                if op.ok {
-                    c.acked += 1;
-                    c.acked_versions.push(op.value.parse().unwrap_or(0));
-                } else if op.value != "-" {
-                    // A conflict too: it may answer a retry of an attempt
-                    // that timed out after it applied.
-                    c.unknown += 1;
-                }
-            }
-            "mw" => {
-                multi_written.insert(op.value.to_owned());
-            }
-            "mr" if op.ok => multi_reads.push(op.value.to_owned()),
-            _ => {}
-        }
-    }
+    let mut seen = Observed::read(config, history, events, &mut violations)?;
     report.unknown_outcomes = stats
         .iter()
         .map(|s| s.retries_after_transport_failure)
         .sum();
+    let lossy = |at: f64| in_lossy_window(events, at);
+    check_registers(&seen, finals, &lossy, &mut report, &mut violations);
+    check_lists(&seen, finals, &lossy, &mut report, &mut violations);
+    check_counters(&seen, finals, &mut report, &mut violations);
+    check_refreshes(events, stats, &mut report, &mut violations);
+    check_memory(samples, &mut report, &mut violations);
+    seen.count_refreshes(samples);
 
-    // Registers: the final value is the last acknowledged one or later.
-    for (key, r) in &registers {
+    report.all = seen.all.close();
+    report.in_kill_windows = seen.in_kills.close();
+    report.worst_operation_ms = seen.worst;
+    report.pubsub = seen.pubsub;
+    report.timeline = seen.timeline;
+    violations.truncate(200);
+    report.violations = violations;
+    Ok(report)
+}
+
+/// Whether an operation that ended at `at` (ms) did so inside a window in
+/// which an event may lose plain writes (from the replication lag before
+/// it to its end).
+fn in_lossy_window(events: &[Event], at: f64) -> bool {
+    events.iter().any(|e| {
+        e.kind.may_lose_plain_writes() && at >= e.start_ms - REPLICATION_LAG_MS && at <= e.end_ms
+    })
+}
+
+/// What the history says, read once: each kind of operation by key, and
+/// the tallies the report draws.
+struct Observed {
+    registers: HashMap<String, Register>,
+    reads: Vec<(String, String)>,
+    appends: HashMap<String, Appended>,
+    counters: HashMap<String, Counted>,
+    multi_written: HashSet<String>,
+    multi_reads: Vec<String>,
+    popped: HashMap<String, u64>,
+    timeline: Vec<Second>,
+    all: Tally,
+    in_kills: Tally,
+    worst: f64,
+    pubsub: [u64; 3],
+}
+
+impl Observed {
+    /// Reads `history`; what is wrong on its face (an unreadable line, an
+    /// operation past its deadline, a subscription that failed) goes to
+    /// `violations`.
+    fn read(
+        config: &Config,
+        history: &Path,
+        events: &[Event],
+        violations: &mut Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let kills: Vec<(f64, f64)> = events
+            .iter()
+            .filter(|e| e.kind == EventKind::KillMaster)
+            .map(|e| (e.start_ms, e.end_ms))
+            .collect();
+        let deadline_ms = DEADLINE.as_secs_f64() * 1000.0;
+        let mut seen = Observed {
+            registers: HashMap::new(),
+            reads: Vec::new(),
+            appends: HashMap::new(),
+            counters: HashMap::new(),
+            multi_written: HashSet::from(["-".to_owned()]),
+            multi_reads: Vec::new(),
+            popped: HashMap::new(),
+            timeline: vec![Second::default(); config.seconds as usize + 30],
+            all: Tally::default(),
+            in_kills: Tally::default(),
+            worst: 0.0,
+            pubsub: [0; 3],
+        };
+        let file = std::io::BufReader::new(std::fs::File::open(history)?);
+        for line in file.lines() {
+            let line = line?;
+            let Some(op) = parse(&line) else {
+                violations.push(format!("an unreadable history line: {line:?}"));
+                continue;
+            };
+            match op.kind {
+                "recv" => {
+                    seen.pubsub[1] += 1;
+                    continue;
+                }
+                "gap" => {
+                    seen.pubsub[2] += 1;
+                    continue;
+                }
+                "sub" => {
+                    violations.push(format!("could not subscribe: {line}"));
+                    continue;
+                }
+                "pub" if op.ok => seen.pubsub[0] += 1,
+                _ => {}
+            }
+            // A conflict is an answer: the operation worked as asked.
+            let ok = op.ok || op.conflict;
+            seen.all.add(ok);
+            if kills
+                .iter()
+                .any(|&(a, b)| op.invoked >= a && op.invoked <= b)
+            {
+                seen.in_kills.add(ok);
+            }
+            let took = op.completed - op.invoked;
+            seen.worst = seen.worst.max(took);
+            if took > deadline_ms + DEADLINE_SLACK_MS {
+                violations.push(format!(
+                    "past its deadline by {:.0} ms: {line}",
+                    took - deadline_ms
+                ));
+            }
+            let second = (op.completed / 1000.0) as usize;
+            if let Some(s) = seen.timeline.get_mut(second) {
+                if ok {
+                    s.succeeded += 1;
+                } else {
+                    s.failed += 1;
+                }
+            }
+            match op.kind {
+                "dw" | "pw" => {
+                    let r = seen.registers.entry(op.key.to_owned()).or_default();
+                    r.durable = op.kind == "dw";
+                    r.written.insert(op.value.to_owned());
+                    if op.ok {
+                        if let Some((_, n)) = sequence(op.value) {
+                            if r.acked.is_none_or(|(m, _)| n > m) {
+                                r.acked = Some((n, op.completed));
+                            }
+                        }
+                    }
+                }
+                "dr" | "pr" if op.ok => seen.reads.push((op.key.to_owned(), op.value.to_owned())),
+                "ap" | "push" => {
+                    let (written, acked) = seen.appends.entry(op.key.to_owned()).or_default();
+                    written.insert(op.value.to_owned());
+                    if op.ok {
+                        acked.push((op.value.to_owned(), op.completed));
+                    }
+                }
+                "pop" if op.ok => *seen.popped.entry(op.value.to_owned()).or_default() += 1,
+                "inc" | "tx" => {
+                    let c = seen.counters.entry(op.key.to_owned()).or_default();
+                    if op.ok {
+                        c.acked += 1;
+                        c.acked_in_lossy += u64::from(in_lossy_window(events, op.completed));
+                    } else {
+                        c.unknown += 1;
+                    }
+                }
+                "cas" => {
+                    let c = seen.counters.entry(op.key.to_owned()).or_default();
+                    if op.ok {
+                        c.acked += 1;
+                        c.acked_versions.push(op.value.parse().unwrap_or(0));
+                    } else if op.value != "-" {
+                        // A conflict too: it may answer a retry of an attempt
+                        // that timed out after it applied.
+                        c.unknown += 1;
+                    }
+                }
+                "mw" => {
+                    seen.multi_written.insert(op.value.to_owned());
+                }
+                "mr" if op.ok => seen.multi_reads.push(op.value.to_owned()),
+                _ => {}
+            }
+        }
+        Ok(seen)
+    }
+
+    /// The refreshes a second, from the samples, into the timeline, cut
+    /// after its last second with operations.
+    fn count_refreshes(&mut self, samples: &[Sample]) {
+        let timeline = &mut self.timeline;
+        for pair in samples.windows(2) {
+            let second = (pair[1].at_ms / 1000.0) as usize;
+            if let Some(s) = timeline.get_mut(second) {
+                s.refreshes += pair[1].refreshes.saturating_sub(pair[0].refreshes);
+            }
+        }
+        let last = timeline
+            .iter()
+            .rposition(|s| s.succeeded + s.failed > 0)
+            .map_or(0, |i| i + 1);
+        timeline.truncate(last);
+    }
+}
+
+/// Registers: the final value is the last acknowledged one or later, and
+/// every value read was written.
+fn check_registers(
+    seen: &Observed,
+    finals: &Finals,
+    lossy: &dyn Fn(f64) -> bool,
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) {
+    let Observed {
+        registers,
+        reads,
+        multi_written,
+        multi_reads,
+        ..
+    } = seen;
+    for (key, r) in registers {
         let Some((acked, at)) = r.acked else { continue };
         let last = finals
             .values
@@ -443,7 +528,7 @@ pub(crate) fn judge(
             }
         }
     }
-    for (key, value) in &reads {
+    for (key, value) in reads {
         let written = registers
             .get(key)
             .is_some_and(|r| r.written.contains(value));
@@ -451,16 +536,28 @@ pub(crate) fn judge(
             violations.push(format!("{key}: read {value:?}, never written"));
         }
     }
-    for read in &multi_reads {
+    for read in multi_reads {
         for value in read.split(',') {
             if !multi_written.contains(value) {
                 violations.push(format!("MGET read {value:?}, never written"));
             }
         }
     }
+}
 
-    // Lists and the queue: every acknowledged append present once.
-    for (list, (written, acked)) in &appends {
+/// Lists and the queue: every acknowledged append present once, nothing
+/// never appended.
+fn check_lists(
+    seen: &Observed,
+    finals: &Finals,
+    lossy: &dyn Fn(f64) -> bool,
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) {
+    let Observed {
+        appends, popped, ..
+    } = seen;
+    for (list, (written, acked)) in appends {
         let present = finals.lists.get(list).cloned().unwrap_or_default();
         let mut seen: HashMap<&str, u64> = HashMap::new();
         for v in &present {
@@ -502,8 +599,18 @@ pub(crate) fn judge(
             report.duplicated_appends, report.unknown_outcomes
         ));
     }
+}
 
-    // Counters, transactions and compare-and-set chains.
+/// Counters, transactions and compare-and-set chains: no acknowledged
+/// increment lost but where the servers may lose it, no fork, no gap, no
+/// half-applied transaction.
+fn check_counters(
+    seen: &Observed,
+    finals: &Finals,
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) {
+    let counters = &seen.counters;
     let value_of = |key: &str| -> u64 {
         finals
             .values
@@ -513,7 +620,7 @@ pub(crate) fn judge(
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    for (key, c) in &counters {
+    for (key, c) in counters {
         if key.starts_with("cas:") {
             let version = finals.versions.get(key).copied().unwrap_or(0);
             let mut acked = c.acked_versions.clone();
@@ -587,8 +694,16 @@ pub(crate) fn judge(
             report.lost_appends.elsewhere, report.lost_appends.keys
         ));
     }
+}
 
-    // Refreshes: under the bound.
+/// Refreshes: under the bound (two a client per event's refresh intervals,
+/// plus the polls).
+fn check_refreshes(
+    events: &[Event],
+    stats: [&Stats; 2],
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) {
     let polls: u64 = stats.iter().map(|s| s.refreshes(RefreshCause::Poll)).sum();
     report.refreshes = stats.iter().map(|s| s.refreshes_started).sum();
     let per_client: f64 = events
@@ -605,8 +720,10 @@ pub(crate) fn judge(
             report.refreshes, report.refresh_bound
         ));
     }
+}
 
-    // Memory: 10 s in against the end.
+/// Memory: 10 s in against the end.
+fn check_memory(samples: &[Sample], report: &mut Report, violations: &mut Vec<String>) {
     let start = samples
         .iter()
         .find(|s| s.at_ms >= 10_000.0)
@@ -617,26 +734,6 @@ pub(crate) fn judge(
     if end as f64 > start as f64 * 1.25 + 16.0 * 1024.0 {
         violations.push(format!("memory grew from {start} KiB to {end} KiB"));
     }
-    for pair in samples.windows(2) {
-        let second = (pair[1].at_ms / 1000.0) as usize;
-        if let Some(s) = timeline.get_mut(second) {
-            s.refreshes += pair[1].refreshes.saturating_sub(pair[0].refreshes);
-        }
-    }
-    let last = timeline
-        .iter()
-        .rposition(|s| s.succeeded + s.failed > 0)
-        .map_or(0, |i| i + 1);
-    timeline.truncate(last);
-
-    report.all = all.close();
-    report.in_kill_windows = in_kills.close();
-    report.worst_operation_ms = worst;
-    report.pubsub = pubsub;
-    report.timeline = timeline;
-    violations.truncate(200);
-    report.violations = violations;
-    Ok(report)
 }
 
 /// Event colors (Okabe-Ito and Tol's muted: told apart by most eyes).
