@@ -22,6 +22,10 @@ pub struct Layout {
     pub files: BTreeMap<String, String>,
 }
 
+/// Each module's re-exported names, each to the absolute path it stands
+/// for.
+type Reexports = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
 /// A path as written, and what it is re-exported as.
 struct UsePath {
     segments: Vec<String>,
@@ -84,11 +88,17 @@ impl Layout {
     /// Who imports whom: module id to the ids it imports (itself and the
     /// crate root left out).
     pub fn imports(&self) -> BTreeMap<String, BTreeSet<String>> {
+        // Each file's re-exports, read once.
+        let reexports: Reexports = self
+            .files
+            .keys()
+            .map(|module| (module.clone(), self.reexports(module)))
+            .collect();
         let mut graph = BTreeMap::new();
         for module in self.files.keys() {
             let targets: &mut BTreeSet<String> = graph.entry(module.clone()).or_default();
             for path in self.paths(module) {
-                if let Some(target) = self.resolve(&path, 0) {
+                if let Some(target) = self.resolve(&reexports, &path, 0) {
                     if target != *module && target != "lib" {
                         targets.insert(target);
                     }
@@ -224,7 +234,7 @@ impl Layout {
     /// The file `segments` lead to: the longest prefix that is a file,
     /// then through its re-exports; a name at the root through the crate
     /// root's.
-    fn resolve(&self, segments: &[String], depth: usize) -> Option<String> {
+    fn resolve(&self, reexports: &Reexports, segments: &[String], depth: usize) -> Option<String> {
         if depth > 8 || segments.is_empty() {
             return None;
         }
@@ -232,15 +242,15 @@ impl Layout {
             let id = segments[..n].join("/");
             if self.files.contains_key(&id) {
                 if let Some(next) = segments.get(n) {
-                    if let Some(target) = self.reexports(&id).get(next) {
-                        return self.resolve(target, depth + 1);
+                    if let Some(target) = reexports.get(&id).and_then(|r| r.get(next)) {
+                        return self.resolve(reexports, target, depth + 1);
                     }
                 }
                 return Some(id);
             }
         }
-        let target = self.reexports("lib").get(&segments[0]).cloned()?;
-        self.resolve(&target, depth + 1)
+        let target = reexports.get("lib")?.get(&segments[0])?;
+        self.resolve(reexports, target, depth + 1)
     }
 }
 

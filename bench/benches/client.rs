@@ -1185,7 +1185,7 @@ fn main() {
             }
             print_counts(&tasks.to_string(), &summaries);
             ratios(&tasks.to_string(), &summaries);
-            adapter_cost(&tasks.to_string(), &summaries);
+            adapter_cost(&tasks.to_string(), Shape::Single { tasks }, &summaries);
             let plural = if tasks == 1 { "" } else { "s" };
             record(format!("{tasks} task{plural}"), &summaries);
         }
@@ -1262,7 +1262,11 @@ fn main() {
                 }
                 print_counts(&format!("{size}x{in_flight}"), &summaries);
                 ratios(&format!("{size}x{in_flight}"), &summaries);
-                adapter_cost(&format!("{size}x{in_flight}"), &summaries);
+                adapter_cost(
+                    &format!("{size}x{in_flight}"),
+                    Shape::Pipelines { size, in_flight },
+                    &summaries,
+                );
                 record(format!("pipelines {size} x {in_flight}"), &summaries);
             }
         }
@@ -1548,15 +1552,7 @@ fn own_api(shape: Shape, of: &dyn Fn(&str) -> Option<f64>) -> Option<(&'static s
 }
 
 /// The adapter's CPU per operation over Zaris's own API, where both ran.
-fn adapter_cost(label: &str, results: &[Summary]) {
-    let shape = if label.contains('x') {
-        Shape::Pipelines {
-            size: 1,
-            in_flight: 1,
-        }
-    } else {
-        Shape::Single { tasks: 16 }
-    };
+fn adapter_cost(label: &str, shape: Shape, results: &[Summary]) {
     let cpu = |name: &str| results.iter().find(|s| s.name == name).map(|s| s.cpu);
     if let (Some(adapter), Some((reference, own))) = (cpu(COMPAT), own_api(shape, &cpu)) {
         println!(

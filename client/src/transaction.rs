@@ -338,12 +338,11 @@ async fn run_block(
         Ok(frames) => frames,
         // The write may not have left: a closed connection before sending
         // surfaces as refused; anything else is ambiguous.
-        Err(ConnError::Refused(why)) => {
-            return Ran::NotApplied(Failure {
-                stale_map: false,
-                outcome: Outcome::Transport(zaris_core::TransportFailure::ConnectionRefused),
-                detail: format!("{addr}: {why}"),
-            })
+        Err(e @ ConnError::Refused(_)) => {
+            return match conn_failure(e, addr) {
+                Ok(failure) => Ran::NotApplied(failure),
+                Err(fatal) => Ran::Fatal(fatal),
+            }
         }
         Err(e) => {
             return Ran::Fatal(Error::TransactionUnknown {
