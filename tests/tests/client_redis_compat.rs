@@ -16,6 +16,7 @@ use redis::aio::ConnectionLike;
 use redis::{AsyncCommands, AsyncTypedCommands, ErrorKind, RedisResult, ServerErrorKind};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::scenario::eventually;
 use zaris_tests::{patient, runtime, servers_under_test};
 
 /// A redis-rs user's program on `con`, its keys under `p`: what each call
@@ -535,11 +536,9 @@ impl Workload {
     /// met by requests.
     fn runs_on(&self, n: u64) {
         let from = self.turns.load(Ordering::Relaxed);
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while self.turns.load(Ordering::Relaxed) < from + n {
-            assert!(std::time::Instant::now() < deadline, "the workload stalled");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        eventually("the workload goes on", Duration::from_secs(30), || {
+            self.turns.load(Ordering::Relaxed) >= from + n
+        });
     }
 
     /// Stops the tasks; the errors they met, and the increments acknowledged.
@@ -588,14 +587,11 @@ fn redis_rs_code_on_zaris_rides_out_churn() {
         workload.runs_on(200);
         // Every node's map names it before the slot moves (Valkey's may
         // lag the failover a moment; SETSLOT on the old master fails).
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while cluster.owner_index(churn).ok() != Some(home) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{server}: the map never named the new master"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually(
+            &format!("{server}: the map names the new master"),
+            Duration::from_secs(10),
+            || cluster.owner_index(churn).ok() == Some(home),
+        );
         // Another master, as the map names them (a demoted master may
         // still call itself one for a moment).
         let away = [0u16, 6000, 12000]
