@@ -603,7 +603,7 @@ impl Cluster {
         rt: &tokio::runtime::Runtime,
         configure: impl FnOnce(zaris_client::Builder) -> zaris_client::Builder,
     ) -> zaris_client::Client {
-        let builder = configure(zaris_client::Client::builder().env(crate::no_env));
+        let builder = configure(crate::builder());
         rt.block_on(builder.connect(&self.addrs()))
             .expect("the client connects")
     }

@@ -67,6 +67,15 @@ pub fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// The one way a test starts a client's settings: the defaults of
+/// docs/behaviour.md §3, read from no environment ([`no_env`]). A client
+/// on a test cluster comes from [`cluster::Cluster::client`]; this is for
+/// tests of connecting itself (seeds, passwords, TLS, hostnames).
+#[must_use]
+pub fn builder() -> zaris_client::Builder {
+    zaris_client::Client::builder().env(no_env)
+}
+
 /// A client's settings that ride out churn in these tests: 500 ms
 /// attempts, 50 ms between them, 50 of them, a 20 s deadline, on top of
 /// `builder`'s. Tests add what they measure: `cluster.client(&rt, patient)`.

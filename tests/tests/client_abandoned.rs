@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use zaris_client::{Client, Value};
 use zaris_tests::cluster::Cluster;
+use zaris_tests::scenario::eventually;
 use zaris_tests::{runtime, servers_under_test, Frame};
 
 /// `blocked_clients` in the node's `INFO clients`.
@@ -31,14 +32,11 @@ fn blocked_clients(cluster: &Cluster, node: usize) -> u64 {
 
 /// Waits (up to 2 s) until the node blocks no client.
 fn unblocked(cluster: &Cluster, node: usize, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while blocked_clients(cluster, node) > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: the server still blocks the abandoned connection"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        &format!("{what}: the server stops blocking the abandoned connection"),
+        Duration::from_secs(2),
+        || blocked_clients(cluster, node) == 0,
+    );
 }
 
 /// `LPUSH key item`, then a `BLPOP key 5` that must get `item` at once.
@@ -103,11 +101,10 @@ fn a_blocking_command_given_up_on_is_unblocked_not_served() {
             let client = client.clone();
             async move { client.cmd(&["BLPOP", key, "5"]).await }
         });
-        std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(
-            blocked_clients(&cluster, owner(key)),
-            1,
-            "{server}: the BLPOP is blocked"
+        eventually(
+            &format!("{server}: the BLPOP is blocked"),
+            Duration::from_secs(5),
+            || blocked_clients(&cluster, owner(key)) == 1,
         );
         task.abort();
         assert!(rt.block_on(task).unwrap_err().is_cancelled());
@@ -120,7 +117,11 @@ fn a_blocking_command_given_up_on_is_unblocked_not_served() {
             let client = client.clone();
             async move { client.cmd(&["BLPOP", key, "5"]).await }
         });
-        std::thread::sleep(Duration::from_millis(200));
+        eventually(
+            &format!("{server}: the BLPOP waits"),
+            Duration::from_secs(5),
+            || blocked_clients(&cluster, owner(key)) == 1,
+        );
         rt.block_on(client.cmd(&["LPUSH", key, "late"])).unwrap();
         let served = rt.block_on(waiting).unwrap().unwrap();
         assert_eq!(
@@ -177,6 +178,8 @@ fn replies_given_up_on_are_dropped_never_handed_to_the_next_caller() {
 
         // Given up, and its reply comes to no one.
         give_up();
+        // The script's reply reaches the connection 300 ms after it was
+        // sent and leaves no trace the test can wait on: it is dropped.
         std::thread::sleep(Duration::from_millis(500));
         mine("after a reply that came to no one");
 

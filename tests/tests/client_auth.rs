@@ -1,8 +1,9 @@
 //! `zaris-client` on a password-protected cluster node (`requirepass`): the
 //! right password works, a wrong or missing one is a clear error.
 
-use zaris_client::{Client, Error};
-use zaris_tests::no_env;
+use zaris_client::Error;
+use zaris_tests::builder;
+use zaris_tests::scenario::eventually;
 use zaris_tests::{servers_under_test, Frame, RedisNode};
 
 const PASSWORD: &str = "s3cret pass";
@@ -20,15 +21,15 @@ fn protected_node(server: &str) -> RedisNode {
             .unwrap(),
         zaris_tests::simple("OK")
     );
-    for _ in 0..200 {
-        if let Frame::BulkString(info) = conn.command(&[b"CLUSTER", b"INFO"]).unwrap() {
-            if String::from_utf8_lossy(&info).contains("cluster_state:ok") {
-                return node;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("{server}: the node never reported cluster_state:ok");
+    eventually(
+        &format!("{server}: cluster_state:ok"),
+        std::time::Duration::from_secs(10),
+        || {
+            matches!(conn.command(&[b"CLUSTER", b"INFO"]).unwrap(),
+                Frame::BulkString(info) if String::from_utf8_lossy(&info).contains("cluster_state:ok"))
+        },
+    );
+    node
 }
 
 #[test]
@@ -41,8 +42,7 @@ fn passwords_are_sent_and_refusals_are_clear() {
             .build()
             .unwrap();
         rt.block_on(async {
-            let client = Client::builder()
-                .env(no_env)
+            let client = builder()
                 .auth(None, PASSWORD)
                 .connect(&[&addr])
                 .await
@@ -51,8 +51,7 @@ fn passwords_are_sent_and_refusals_are_clear() {
             assert_eq!(client.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
             assert_eq!(client.owners(), vec![addr.clone()]);
 
-            let wrong = Client::builder()
-                .env(no_env)
+            let wrong = builder()
                 .auth(None, "nope")
                 .connect(&[&addr])
                 .await
@@ -66,12 +65,7 @@ fn passwords_are_sent_and_refusals_are_clear() {
                 "{server}: {tried:?}"
             );
 
-            let missing = Client::builder()
-                .env(no_env)
-                .connect(&[&addr])
-                .await
-                .err()
-                .unwrap();
+            let missing = builder().connect(&[&addr]).await.err().unwrap();
             let Error::NoSeedReachable { tried } = &missing else {
                 panic!("{missing:?}")
             };

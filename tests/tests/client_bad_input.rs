@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use zaris_client::{Client, Error, StopReason, TransportFailure};
-use zaris_tests::no_env;
+use zaris_tests::builder;
 
 /// A port nothing listens on (bound, then closed).
 async fn closed_port() -> String {
@@ -74,8 +74,7 @@ async fn fake_node(after: After) -> String {
 async fn unreachable_seeds_are_a_typed_error_naming_each() {
     let (a, b) = (closed_port().await, closed_port().await);
     let started = Instant::now();
-    let error = Client::builder()
-        .env(no_env)
+    let error = builder()
         .connect(&[&a, &b])
         .await
         .err()
@@ -109,12 +108,7 @@ async fn bad_seeds_and_settings_are_config_errors() {
         &[":7000"][..],
         &["host:port"][..],
     ] {
-        let error = Client::builder()
-            .env(no_env)
-            .connect(seeds)
-            .await
-            .err()
-            .unwrap();
+        let error = builder().connect(seeds).await.err().unwrap();
         assert!(matches!(error, Error::Config(_)), "{seeds:?}: {error:?}");
     }
     let error = Client::builder()
@@ -141,12 +135,7 @@ async fn a_server_speaking_garbage_is_a_protocol_error() {
             let _ = socket.write_all(b"hello, this is not RESP\r\n").await;
         }
     });
-    let error = Client::builder()
-        .env(no_env)
-        .connect(&[&addr])
-        .await
-        .err()
-        .unwrap();
+    let error = builder().connect(&[&addr]).await.err().unwrap();
     let Error::NoSeedReachable { tried } = &error else {
         panic!("{error:?}")
     };
@@ -154,11 +143,7 @@ async fn a_server_speaking_garbage_is_a_protocol_error() {
 
     // Garbage in reply to a request: surfaced at once, not retried.
     let node = fake_node(After::Garbage).await;
-    let client = Client::builder()
-        .env(no_env)
-        .connect(&[&node])
-        .await
-        .unwrap();
+    let client = builder().connect(&[&node]).await.unwrap();
     let error = client.get("k").await.unwrap_err();
     assert!(
         matches!(&error, Error::Protocol { node: n, .. } if *n == node),
@@ -170,8 +155,7 @@ async fn a_server_speaking_garbage_is_a_protocol_error() {
 #[tokio::test]
 async fn an_oversized_reply_is_refused() {
     let node = fake_node(After::Oversized).await;
-    let client = Client::builder()
-        .env(no_env)
+    let client = builder()
         .max_reply_bytes(1 << 20)
         .connect(&[&node])
         .await
@@ -190,8 +174,7 @@ async fn an_oversized_reply_is_refused() {
 async fn a_silent_server_costs_the_deadline_and_no_more() {
     let node = fake_node(After::Silent).await;
     let deadline = Duration::from_millis(600);
-    let client = Client::builder()
-        .env(no_env)
+    let client = builder()
         .request_timeout(Some(deadline))
         .connect(&[&node])
         .await
@@ -220,11 +203,7 @@ async fn a_silent_server_costs_the_deadline_and_no_more() {
 async fn any_bytes_are_a_key() {
     // A key with every byte value, through encoding and the slot function.
     let node = fake_node(After::Garbage).await;
-    let client = Client::builder()
-        .env(no_env)
-        .connect(&[&node])
-        .await
-        .unwrap();
+    let client = builder().connect(&[&node]).await.unwrap();
     let key: Vec<u8> = (0..=255u8).collect();
     assert_eq!(client.owner_of(&key), Some(node));
     assert!(matches!(

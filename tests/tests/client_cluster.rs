@@ -23,7 +23,7 @@ use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::{eventually, one_cluster_at_a_time};
 use zaris_tests::tls::Pki;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::{builder, runtime};
 use zaris_tests::{servers_under_test, Frame, Transport};
 
 /// How a test reaches its cluster: plain text, or TLS only (`rediss://`
@@ -68,7 +68,7 @@ impl Over {
 
     /// A builder with the defaults of docs/behaviour.md §3 and this TLS.
     fn builder(&self) -> Builder {
-        let builder = Client::builder().env(no_env);
+        let builder = builder();
         match &self.tls {
             Some(config) => builder.tls(config.clone()),
             None => builder,
@@ -659,7 +659,11 @@ fn migrate_with_ask_and_tryagain(
         let pair = [keys[1].clone(), keys[99].clone()];
         async move { client.mget(&pair).await }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    eventually(
+        "the split read met TRYAGAIN",
+        Duration::from_secs(10),
+        || client.stats().retries(KvStatus::Migrating) > before.retries(KvStatus::Migrating),
+    );
     cluster.migrate_keys(from, to, &keys[50..]).unwrap();
     cluster.finish_migration(slot, to).unwrap();
     let values = rt
@@ -683,9 +687,7 @@ fn a_moved_slot_costs_a_handful_of_refreshes_and_raw_statuses_show_without_retri
         let cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
         let seeds = [cluster.addr(0)];
-        let client = rt
-            .block_on(Client::builder().env(no_env).connect(&seeds))
-            .unwrap();
+        let client = rt.block_on(builder().connect(&seeds)).unwrap();
         let raw = rt
             .block_on(
                 Client::builder()

@@ -19,8 +19,8 @@ use std::time::Duration;
 use zaris_client::{Client, CommandError, Error, KvStatus, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::scenario::one_cluster_at_a_time;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::scenario::{eventually, one_cluster_at_a_time};
+use zaris_tests::{builder, runtime};
 use zaris_tests::{servers_under_test, Frame};
 
 fn data(s: &str) -> Value {
@@ -50,7 +50,7 @@ fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
         let cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = rt
-            .block_on(Client::builder().env(no_env).connect(&[&cluster.addr(0)]))
+            .block_on(builder().connect(&[&cluster.addr(0)]))
             .expect("connect");
         rt.block_on(families(&client, &cluster, &server));
         let stats = client.stats();
@@ -85,8 +85,7 @@ fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
         // time-out is then far off, not an overflow.
         let unbounded = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .request_timeout(None)
                     .attempt_timeout(Duration::MAX)
                     .connect(&[&cluster.addr(0)]),
@@ -566,7 +565,7 @@ fn pipelines_and_transactions_hold_through_migration_and_failover() {
         let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = rt
-            .block_on(Client::builder().env(no_env).connect(&[&cluster.addr(0)]))
+            .block_on(builder().connect(&[&cluster.addr(0)]))
             .expect("connect");
         let keys: Vec<String> = (0..200).map(|i| format!("p:{i}")).collect();
         let mut expected = Expected::new();
@@ -688,7 +687,11 @@ fn pipeline_while_a_slot_migrates(
         async move { pipeline.run().await }
     });
     // The MGET waits on TRYAGAIN until the rest of the slot has moved.
-    std::thread::sleep(Duration::from_millis(300));
+    eventually(
+        &format!("{server}: the MGET met TRYAGAIN"),
+        Duration::from_secs(10),
+        || client.stats().retries(KvStatus::Migrating) > before.retries(KvStatus::Migrating),
+    );
     let left = cluster.keys_in_slot(from, slot).unwrap();
     cluster.migrate_keys(from, to, &left).unwrap();
     cluster.finish_migration(slot, to).unwrap();
@@ -809,11 +812,12 @@ fn pipelines_through_failover(
     let replica = cluster.replica_of(master).unwrap();
     let shared = Arc::new(Mutex::new(std::mem::take(expected)));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rounds_done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let runner = rt.spawn({
         let client = client.clone();
         let keys = keys.to_vec();
         let shared = shared.clone();
-        let stop = stop.clone();
+        let (stop, rounds_done) = (stop.clone(), rounds_done.clone());
         async move {
             let mut round = 1;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) || round < 3 {
@@ -824,12 +828,18 @@ fn pipelines_through_failover(
                     assert_eq!(reply.as_ref(), Ok(&want), "round {round}, command {i}");
                 }
                 *shared.lock().unwrap() = expected;
+                rounds_done.store(round, std::sync::atomic::Ordering::Relaxed);
                 round += 1;
             }
             round
         }
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // The failover begins with pipelines under way.
+    eventually(
+        &format!("{server}: a pipeline ran"),
+        Duration::from_secs(10),
+        || rounds_done.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+    );
     cluster.failover(replica).unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let rounds = rt.block_on(runner).unwrap();

@@ -5,8 +5,8 @@
 use std::net::{Ipv4Addr, TcpStream};
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Error};
-use zaris_tests::no_env;
+use zaris_client::Error;
+use zaris_tests::builder;
 
 /// A listener that takes no more connections: its accept queue (backlog
 /// 0) is full, so the kernel drops further connection attempts unanswered.
@@ -35,8 +35,7 @@ fn a_host_that_drops_connection_attempts_costs_the_connect_timeout() {
     );
     let started = Instant::now();
     let result = rt.block_on(
-        Client::builder()
-            .env(no_env)
+        builder()
             .attempt_timeout(Duration::from_secs(5))
             .connect_timeout(Duration::from_millis(300))
             .connect(&[seed.as_str()]),
@@ -56,8 +55,7 @@ fn a_host_that_drops_connection_attempts_costs_the_connect_timeout() {
         "{took:?}: the connect time-out, not the attempt's 5 s"
     );
     let result = rt.block_on(
-        Client::builder()
-            .env(no_env)
+        builder()
             .connect_timeout(Duration::ZERO)
             .connect(&[seed.as_str()]),
     );

@@ -3,11 +3,12 @@
 //! behind NAT or in containers: reached through `Builder::map_address`;
 //! without it, the error names the announced address and the fix.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use zaris_client::{Client, Error};
+use zaris_client::Error;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::scenario::eventually;
+use zaris_tests::{builder, runtime};
 use zaris_tests::{servers_under_test, Frame};
 
 /// Node `i` announces `node-<port>.zaris.test` (a reserved name that
@@ -29,9 +30,8 @@ fn announce_hostnames(cluster: &Cluster) {
     }
     // Gossip carries the names; wait until every node's map shows them
     // (a node whose name it has not heard yet is `?`).
-    let started = Instant::now();
-    loop {
-        let all_named = cluster.running().into_iter().all(|i| {
+    eventually("hostnames spread", Duration::from_secs(20), || {
+        cluster.running().into_iter().all(|i| {
             let reply = cluster
                 .conn(i)
                 .unwrap()
@@ -40,16 +40,8 @@ fn announce_hostnames(cluster: &Cluster) {
             let mut words = Vec::new();
             strings(&reply, &mut words);
             !words.iter().any(|w| w == "?") && words.iter().any(|w| w.ends_with(".zaris.test"))
-        });
-        if all_named {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "hostnames never spread"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        })
+    });
 }
 
 /// Every string in `frame`, depth first.
@@ -76,8 +68,7 @@ fn announced_hostnames_are_reached_through_the_address_map() {
         // to fix it.
         let unmapped = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .max_attempts(2)
                     .request_timeout(Some(Duration::from_secs(3)))
                     .connect(&[&seed]),
@@ -110,8 +101,7 @@ fn announced_hostnames_are_reached_through_the_address_map() {
         // With the map: every node reached, replies and redirects included.
         let mapped = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .map_address(|announced| {
                         let (host, port) = announced.rsplit_once(':')?;
                         host.ends_with(".zaris.test")

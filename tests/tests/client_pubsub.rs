@@ -10,14 +10,15 @@
 //! the last one of each.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Received};
+use zaris_client::Received;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::runtime;
+use zaris_tests::scenario::eventually;
 use zaris_tests::{servers_under_test, Frame};
 
 /// What the publisher sent: per channel, each sequence number with when
@@ -60,16 +61,13 @@ fn churn(binary: &str, classic: bool) {
     let server = label.as_str();
     let mut cluster = Cluster::start(binary, 3, 1).expect("cluster");
     let rt = runtime();
-    let seeds = cluster.addrs();
-    let builder = || {
-        Client::builder()
-            .env(no_env)
-            .max_attempts(20)
+    let settings = |b: zaris_client::Builder| {
+        b.max_attempts(20)
             .attempt_timeout(Duration::from_secs(1))
             .request_timeout(Some(Duration::from_secs(10)))
     };
-    let subscriber = rt.block_on(builder().connect(&seeds)).expect("connect");
-    let publisher = rt.block_on(builder().connect(&seeds)).expect("connect");
+    let subscriber = cluster.client(&rt, settings);
+    let publisher = cluster.client(&rt, settings);
     // Channels over many slots, some sharing one (a hash tag).
     let mut channels: Vec<String> = (0..24).map(|i| format!("news:{i}")).collect();
     channels.extend((0..6).map(|i| format!("{{room}}:{i}")));
@@ -133,13 +131,17 @@ fn churn(binary: &str, classic: bool) {
         }
     });
     let stop = Arc::new(AtomicBool::new(false));
+    // The sequence number of the round being published.
+    let round = Arc::new(AtomicU64::new(0));
     let publishing = rt.spawn({
         let (publisher, channels, stop) = (publisher.clone(), channels.clone(), stop.clone());
+        let round = round.clone();
         async move {
             let mut published = Published::new();
             let mut seq = 0u64;
             while !stop.load(Ordering::Acquire) {
                 seq += 1;
+                round.store(seq, Ordering::Release);
                 for channel in &channels {
                     let at = Instant::now();
                     // A publish the retries could not place is simply not
@@ -160,14 +162,30 @@ fn churn(binary: &str, classic: bool) {
             published
         }
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Every channel hears a round published after `since`: its
+    // subscription is placed (again), and any gap it had is reported.
+    let all_hear_after = |since: u64, what: &str| {
+        eventually(what, Duration::from_secs(15), || {
+            let got = got.lock().unwrap();
+            channels.iter().all(|channel| {
+                got.messages
+                    .get(channel)
+                    .and_then(|seqs| seqs.last())
+                    .is_some_and(|&last| last > since)
+            })
+        });
+    };
+    all_hear_after(0, &format!("{server}: every channel heard"));
 
     let mut gaps_seen = 0;
     let mut event = |name: &str, cluster: &mut Cluster, run: &mut dyn FnMut(&mut Cluster)| {
         let started = Instant::now();
         run(cluster);
         let took = started.elapsed();
-        std::thread::sleep(Duration::from_millis(2500));
+        all_hear_after(
+            round.load(Ordering::Acquire),
+            &format!("{server} {name}: every channel heard again"),
+        );
         let got = got.lock().unwrap();
         let new: Vec<&(String, Duration, Instant)> = got.gaps[gaps_seen..].iter().collect();
         let longest = new.iter().map(|g| g.1).max().unwrap_or_default();
@@ -222,9 +240,33 @@ fn churn(binary: &str, classic: bool) {
         }
     });
 
+    // Enough rounds to judge order by (30 channels a round).
+    eventually(
+        &format!("{server}: 60 rounds published"),
+        Duration::from_secs(30),
+        || round.load(Ordering::Acquire) >= 60,
+    );
     stop.store(true, Ordering::Release);
     let published = rt.block_on(publishing).unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // The last round that reached a subscriber has arrived everywhere (the
+    // assertions below say which channel if one never does).
+    let last_reached =
+        |sent: &Vec<(u64, Instant, bool)>| sent.iter().rev().find(|s| s.2).map(|s| s.0);
+    eventually(
+        &format!("{server}: the last round arrived"),
+        Duration::from_secs(5),
+        || {
+            let got = got.lock().unwrap();
+            let patterns = by_pattern.lock().unwrap();
+            published.iter().all(|(channel, sent)| {
+                let heard = |seqs: Option<&Vec<u64>>| {
+                    seqs.and_then(|s| s.last().copied()) >= last_reached(sent)
+                };
+                heard(got.messages.get(channel))
+                    && (!classic || !channel.starts_with("news:") || heard(patterns.get(channel)))
+            })
+        },
+    );
     consumer.abort();
     let got = got.lock().unwrap();
     let mut checked = 0;

@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, ReadFrom};
+use zaris_client::ReadFrom;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::servers_under_test;
-use zaris_tests::{no_env, runtime};
+use zaris_tests::{builder, runtime};
 
 const DEADLINE: Duration = Duration::from_secs(5);
 
@@ -207,8 +207,7 @@ fn replica_reads(server: &str) {
     // Any node: primary and replica share the reads.
     let any = rt
         .block_on(
-            Client::builder()
-                .env(no_env)
+            builder()
                 .read_from(ReadFrom::PrimaryAndReplicas)
                 .connect(&seeds[..1]),
         )

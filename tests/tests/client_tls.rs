@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use zaris_client::{Client, Error};
+use zaris_client::Error;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::tls::{Pki, ServerCert};
-use zaris_tests::{no_env, runtime};
+use zaris_tests::{builder, runtime};
 use zaris_tests::{servers_under_test, Transport};
 
 const ATTEMPT: Duration = Duration::from_secs(2);
@@ -21,7 +21,7 @@ fn connect_error(
     seed: &str,
     tls: Option<zaris_client::rustls::ClientConfig>,
 ) -> Error {
-    let mut builder = Client::builder().env(no_env).attempt_timeout(ATTEMPT);
+    let mut builder = builder().attempt_timeout(ATTEMPT);
     if let Some(tls) = tls {
         builder = builder.tls(tls);
     }
@@ -57,8 +57,7 @@ fn mutual_tls_and_every_handshake_failure() {
         let good = pki.client_config("ca.pem", false).unwrap();
         let client = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .tls(good.clone())
                     .connect(&[&format!("rediss://{addr}")]),
             )
@@ -125,8 +124,7 @@ fn mutual_tls_and_every_handshake_failure() {
         let (kept, to) = (seed.clone(), expired_cluster.addr(0));
         let client = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .attempt_timeout(ATTEMPT)
                     .tls(good.clone())
                     .map_address(move |a| (a != kept).then(|| to.clone()))
@@ -181,8 +179,7 @@ fn mutual_tls_and_every_handshake_failure() {
         let seed = format!("rediss://{}", mutual_cluster.addr(0));
         let with_cert = rt
             .block_on(
-                Client::builder()
-                    .env(no_env)
+                builder()
                     .tls(pki.client_config("ca.pem", true).unwrap())
                     .connect(&[&seed]),
             )
