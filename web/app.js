@@ -6,9 +6,6 @@ import { encodeUtf8Into } from './utf8.js';
 import { colours, drawBand, drawDensity } from './slots.js';
 
 const $ = (id) => document.getElementById(id);
-const textEncoder = new TextEncoder();
-const BENCH_KEYS = 100_000;
-const BENCH_RUNS = 5;
 const SAMPLE_KEYS = 10_000;
 /** Busiest node above this multiple of the mean share is flagged as skew. */
 const SKEW_RATIO = 1.25;
@@ -40,19 +37,6 @@ function textIntoWasm(text, encode = encodeUtf8Into) {
     batch = new zaris.KeyBatch(need);
   }
   return encode(text, new Uint8Array(wasm.memory.buffer, batch.ptr(), need));
-}
-
-/** Reads every character of `text` once, as cheaply as JS can (four
- * independent chains): the least any string-in approach pays. */
-function readEveryCharacter(text) {
-  let a = 0, b = 0, c = 0, d = 0;
-  const whole = text.length & ~3;
-  for (let i = 0; i < whole; i += 4) {
-    a ^= text.charCodeAt(i); b ^= text.charCodeAt(i + 1);
-    c ^= text.charCodeAt(i + 2); d ^= text.charCodeAt(i + 3);
-  }
-  for (let i = whole; i < text.length; i++) a ^= text.charCodeAt(i);
-  return a ^ b ^ c ^ d;
 }
 
 /** A JS string as its UTF-16 code units, for the core's UTF-16 path. */
@@ -131,12 +115,13 @@ function updateKey() {
     $('key-marked').textContent = '';
     return;
   }
-  $('key-marked').innerHTML = marked || '<em>(empty key)</em>';
+  const empty = $('key-hex').checked ? parseHex(raw).length === 0 : raw.length === 0;
+  $('key-marked').innerHTML = empty ? '<em>(empty key: it hashes to slot 0)</em>' : marked;
   $('slot').textContent = String(slot);
   $('segment').textContent = `${zaris.segmentForSlot(slot, segments)} of ${Math.min(Math.max(segments, 1), 16384)}`;
   $('hashed').textContent = hashed;
   $('owner').textContent = ownerText(slot);
-  marks.key = [{ slot, kind: 'key', label: `the key: slot ${slot}` }];
+  marks.key = [{ slot, kind: 'key', short: 'key', label: `the key: slot ${slot}` }];
   redrawBand();
   saveView();
 }
@@ -168,11 +153,15 @@ function routeCommand() {
   // keys show apart, in the warning colour.
   const slots = [...new Set(route.keys.map((k) => k.slot))];
   const cross = slots.length > 1;
-  marks.cmd = slots.map((slot) => ({
-    slot,
-    kind: cross ? 'cross' : 'cmd',
-    label: `the command's ${route.keys.filter((k) => k.slot === slot).map((k) => k.key).join(', ')}: slot ${slot}`,
-  }));
+  marks.cmd = slots.map((slot) => {
+    const here = route.keys.filter((k) => k.slot === slot);
+    return {
+      slot,
+      kind: cross ? 'cross' : 'cmd',
+      short: here.map((k) => `#${k.index}`).join(' '),
+      label: `the command's ${here.map((k) => k.key).join(', ')}: slot ${slot}`,
+    };
+  });
   redrawBand();
   saveView();
   $('cmd-verdict').textContent = TARGETS[route.target](route);
@@ -189,6 +178,13 @@ function routeCommand() {
 }
 
 // ---- the map ---------------------------------------------------------------
+
+/** What the status line says of the map in force. */
+function mapStatus(demo) {
+  const masters = nodes.filter((n) => !n.replica_of).length;
+  const what = demo ? 'the demo map' : 'your map';
+  $('status').textContent = `Core loaded. Routing with ${what}: ${count(masters, 'master')}, ${count(nodes.length - masters, 'replica')}.`;
+}
 
 function applyMap(text) {
   const trimmed = text.trim();
@@ -212,9 +208,11 @@ function applyMap(text) {
   $('band-legend').innerHTML = [...colours(nodes)].filter(([i]) => !nodes[i].replica_of)
     .map(([i, c]) => `<span><i style="background:${c}"></i>#${i} ${escapeHtml(nodes[i].addr)} (${nodes[i].slots} slots)</span>`)
     .join('');
+  mapStatus(text === zaris.ClusterMap.demoClusterNodes());
   redrawBand();
   updateKey();
   routeCommand();
+  if ($('keys').value) analyze();
 }
 
 /** The band as the map and the marks stand now. */
@@ -223,7 +221,10 @@ function redrawBand() {
   drawBand($('band'), nodes, [...marks.pick, ...marks.cmd, ...marks.key], (text) => {
     $('band-detail').textContent = text;
   });
-  if (perSlotOfKeys && $('density')) drawDensity($('density'), perSlotOfKeys, picked);
+  if (perSlotOfKeys) {
+    const colour = colours(nodes);
+    drawDensity($('density'), perSlotOfKeys, picked, (slot) => colour.get(map.ownerOfSlot(slot)) ?? 'var(--muted)');
+  }
 }
 
 /** The view (key, command, a pasted map, the churn run) in the URL, so a link reproduces it. */
@@ -247,6 +248,8 @@ function viewFromUrl() {
   if (state.has('map')) {
     $('map-text').value = state.get('map');
     useMapFromText();
+  } else if ($('map-text').value !== zaris.ClusterMap.demoClusterNodes()) {
+    useDemoMap();
   }
 }
 
@@ -307,13 +310,20 @@ function sampleKeys(count, seed) {
   return keys;
 }
 
-function bars(title, entries, total) {
-  const max = Math.max(1, ...entries.map(([, n]) => n));
+/** A share as a percentage, to the precision that shows it (0.01%, not 0.0%). */
+function percent(n, total) {
+  const share = (100 * n) / Math.max(total, 1);
+  return `${share.toFixed(share > 0 && share < 1 ? 2 : 1)}%`;
+}
+
+/** Bars as wide as each entry's share of the total (a full bar is all of
+ * it), so a few keys of 10,000 draw a sliver, not a full bar. */
+function bars(title, entries, total, intro = '') {
   const rows = entries.map(([label, n]) => `
     <div class="bar-row"><span class="bar-label">${escapeHtml(label)}</span>
-      <span class="bar" style="width:${(100 * n) / max}%"></span>
-      <span class="bar-value">${n} (${((100 * n) / Math.max(total, 1)).toFixed(1)}%)</span></div>`);
-  return `<h3>${escapeHtml(title)}</h3><div class="bars">${rows.join('')}</div>`;
+      <span class="bar-track"><span class="bar" style="width:${(100 * n) / Math.max(total, 1)}%"></span></span>
+      <span class="bar-value">${n.toLocaleString('en')} (${percent(n, total)})</span></div>`);
+  return `<h3>${escapeHtml(title)}</h3>${intro}<div class="bars">${rows.join('')}</div>`;
 }
 
 function analyze() {
@@ -349,22 +359,23 @@ function analyze() {
   const counts = masters.map(([, n]) => n);
   const imbalance = counts.length && keys.length ? Math.max(...counts) / mean : 0;
   $('analysis').innerHTML = `
-    <h3>Keys over the slot space</h3>
-    <div id="density" class="density"></div>
     <p id="imbalance">Imbalance (busiest master over the mean): <strong>${imbalance.toFixed(2)}</strong></p>
     <p>${count(keys.length, 'key')}.
       ${skewed
     ? `<strong class="warn">Skewed:</strong> node #${busiest} holds ${count(busiestCount, 'key')}, ${(busiestCount / mean).toFixed(2)}× its fair share.`
     : 'Balanced across the masters.'}
       ${unserved ? `<strong class="warn">${count(unserved, 'key')} ${unserved === 1 ? 'lands' : 'land'} on slots no node serves.</strong>` : ''}</p>
-    ${bars('Keys per node', perNode.map((n, i) => [`#${i} ${nodes[i].addr}`, n]), keys.length)}
-    ${bars(`Busiest segments (of ${segments})`, top(perSegment, 12).map(([s, n]) => [`segment ${s}`, n]), keys.length)}
+    ${bars('Keys per master', masters.map(([i, n]) => [`#${i} ${nodes[i].addr}`, n]), keys.length)}
+    ${bars(`Busiest segments (of ${segments})`, top(perSegment, 12).map(([s, n]) => [`segment ${s}`, n]), keys.length,
+    `<p class="hint">Segments as set under “One key”${segments === 16384 ? ': with 16,384, each segment is one slot' : ''}.</p>`)}
     ${bars('Hottest slots', top(perSlot, 10).map(([s, n]) => [`slot ${s}`, n]), keys.length)}
     <p class="hint">Mark a hot slot: ${top(perSlot, 10).map(([s]) => `<button type="button" class="link" data-pick="${s}">slot ${s}</button>`).join(' ')}</p>
     <h3>Keys sharing a hash tag</h3>
     <ul class="tags">${top([...tags].filter(([, n]) => n > 1), 10)
     .map(([tag, n]) => `<li><button type="button" class="link" data-pick="${zaris.slotForUtf16(toUnits(tag))}" data-tag="${escapeHtml(tag)}"><code>{${escapeHtml(tag)}}</code></button>: ${count(n, 'key')}, one slot</li>`).join('') || '<li>none</li>'}</ul>`;
   perSlotOfKeys = perSlot;
+  $('density').hidden = keys.length === 0;
+  $('density-legend').hidden = keys.length === 0;
   for (const button of $('analysis').querySelectorAll('[data-pick]')) {
     button.addEventListener('click', () => pick(Number(button.dataset.pick), button.textContent));
   }
@@ -374,104 +385,9 @@ function analyze() {
 /** Marks `slot` (a hot slot, a shared tag's) on the band and the strip. */
 function pick(slot, what) {
   picked = slot;
-  marks.pick = [{ slot, kind: 'pick', label: `${what}: slot ${slot}` }];
+  marks.pick = [{ slot, kind: 'pick', short: String(slot), label: `${what}: slot ${slot}` }];
   $('band-detail').textContent = `${what} is slot ${slot}, on ${ownerText(slot)}`;
   redrawBand();
-}
-
-// ---- churn, played out ------------------------------------------------------
-
-const SVG = 'http://www.w3.org/2000/svg';
-/** Each mark's color, by the core's mark names. */
-const MARK_COLORS = {
-  served: '#2e8b57', moved: '#d9822b', ask: '#8e44ad', refused: '#b3261e',
-  loop: '#c2185b', refresh: '#0b63ce', wait: '#7f8c8d', failed: '#000000', tryagain: '#00838f',
-};
-const PLAYED = ['event', 'master', 'to', 'first', 'last', 'attempts', 'backoff', 'timeout', 'interval'];
-
-/** One run of the core's simulation: the parsed JSON. */
-function playRun(model) {
-  const v = (id) => $(`played-${id}`).value;
-  const n = (id) => Number(v(id)) || 0;
-  const timeout = n('timeout');
-  return JSON.parse(zaris.simulateChurn(
-    v('event'), n('master'), n('to'), n('first'), n('last'), model,
-    Math.max(1, n('attempts')), n('backoff'), timeout > 0 ? timeout : undefined, n('interval'),
-  ));
-}
-
-function svg(name, attrs, parent) {
-  const el = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-  parent?.appendChild(el);
-  return el;
-}
-
-/** The run as swimlanes: one per node, the client's last; a tick per entry. */
-function drawLanes(run) {
-  const width = 960, laneH = 22, left = 96, top = 8;
-  const height = top + run.lanes.length * laneH + 24;
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, 'data-duration-ms': run.duration_ms });
-  const x = (ms) => left + (ms / run.duration_ms) * (width - left - 8);
-  run.lanes.forEach((name, i) => {
-    const y = top + i * laneH;
-    svg('rect', { x: left, y, width: width - left - 8, height: laneH - 4, fill: i % 2 ? 'transparent' : 'rgba(127,127,127,.08)' }, root);
-    svg('text', { x: 4, y: y + laneH / 2 + 2, class: 'lane-name' }, root).textContent = name;
-  });
-  const event = svg('line', { x1: x(run.event_ms), x2: x(run.event_ms), y1: top, y2: height - 20, stroke: '#b3261e', 'stroke-dasharray': '4 3' }, root);
-  event.setAttribute('data-event', 'true');
-  for (let s = 0; s <= run.duration_ms / 1000; s++) {
-    svg('text', { x: x(s * 1000) - 6, y: height - 6, class: 'lane-name' }, root).textContent = `${s}s`;
-  }
-  // Served attempts are many: drawn faint, the rest on top.
-  const order = (e) => (run.marks[e[2]] === 'served' ? 0 : 1);
-  for (const e of [...run.entries].sort((a, b) => order(a) - order(b))) {
-    const [atUs, lane, mark] = e;
-    const at = atUs / 1000;
-    const name = run.marks[mark];
-    svg('rect', {
-      x: x(at), y: top + lane * laneH + (name === 'served' ? 6 : 1), width: name === 'served' ? 1 : 2.5,
-      height: name === 'served' ? laneH - 16 : laneH - 6, fill: MARK_COLORS[name],
-      opacity: name === 'served' ? 0.35 : 1, 'data-mark': name,
-    }, root);
-  }
-  $('played-lanes').replaceChildren(root);
-  $('played-legend').innerHTML = Object.entries(MARK_COLORS)
-    .map(([name, color]) => `<span><i style="background:${color}"></i>${name}</span>`).join('');
-}
-
-function play() {
-  let runs;
-  try {
-    runs = ['zaris', 'deadline-only', 'attempts-only'].map((model) => [model, playRun(model)]);
-    showError('played-error', null);
-  } catch (error) {
-    showError('played-error', error);
-    return;
-  }
-  drawLanes(runs[0][1]);
-  const label = { zaris: 'Zaris (the policy above)', 'deadline-only': 'deadline only (60 s)', 'attempts-only': 'attempts only (3)' };
-  $('played-totals').tBodies[0].replaceChildren(...runs.map(([model, run]) => {
-    const tr = document.createElement('tr');
-    tr.dataset.model = model;
-    const t = run.totals;
-    tr.innerHTML = `<th scope="row">${label[model]}</th><td>${t.served}</td><td>${t.failed}</td>`
-      + `<td>${t.worst_ms}</td><td>${t.attempts}</td><td>${t.refreshes}</td>`;
-    return tr;
-  }));
-  // The view in the URL: a link reproduces it.
-  const state = new URLSearchParams(location.hash.slice(1));
-  for (const id of PLAYED) state.set(`churn.${id}`, $(`played-${id}`).value);
-  history.replaceState(null, '', `#${state}`);
-}
-
-/** The churn fields from the URL, if it carries them. */
-function playedFromUrl() {
-  const state = new URLSearchParams(location.hash.slice(1));
-  for (const id of PLAYED) {
-    const value = state.get(`churn.${id}`);
-    if (value !== null) $(`played-${id}`).value = value;
-  }
 }
 
 // ---- churn simulator ---------------------------------------------------------
@@ -511,62 +427,54 @@ function simulate() {
 
 // ---- benchmark ---------------------------------------------------------------
 
-/** The peer the benchmark runs against, loaded when it first runs: it is
- * not part of the page's download. */
-let clusterKeySlot = null;
-
+/** Runs the benchmark: its code and its peer load on the first click, not
+ * with the page. */
 async function benchmark() {
-  clusterKeySlot ??= (await import('./vendor/cluster-key-slot.js')).default;
-  const keys = sampleKeys(BENCH_KEYS, 7);
-  const text = keys.join('\n');
-  const time = (f) => {
-    let best = Infinity;
-    let out;
-    for (let run = 0; run < BENCH_RUNS; run++) {
-      const t0 = performance.now();
-      out = f();
-      best = Math.min(best, performance.now() - t0);
-    }
-    return [best, out];
-  };
-  const peerSlots = (list) => {
-    const out = new Uint16Array(list.length);
-    for (let i = 0; i < list.length; i++) out[i] = clusterKeySlot(list[i]);
-    return out;
-  };
-  // Text in (what the page holds): one batch call against a call per key.
-  const [ours, slots] = time(() => slotsOfText(text));
-  const [theirs, peer] = time(() => peerSlots(text.split('\n')));
-  // Where the batch's time goes, and the floor under any string-in approach.
-  const [moving, bytes] = time(() => textIntoWasm(text));
-  const [hashing] = time(() => batch.slots(bytes));
-  const [platform] = time(() => textIntoWasm(text, (t, view) => textEncoder.encodeInto(t, view).written));
-  const [floor] = time(() => readEveryCharacter(text));
-  // An array of strings in: the batch pays for joining them first.
-  const [oursArray] = time(() => slotsOfText(keys.join('\n')));
-  const [theirsArray] = time(() => peerSlots(keys));
-  const differ = [];
-  for (let i = 0; i < keys.length; i++) if (slots[i] !== peer[i]) differ.push(i);
-  const shown = differ.slice(0, 20).map((i) => `<li><code>${escapeHtml(JSON.stringify(keys[i]))}</code>:
-    Zaris ${slots[i]}, cluster-key-slot ${peer[i]}</li>`).join('');
-  $('bench-out').innerHTML = `
-    <p><strong>Newline-separated text in</strong>: Zaris <span id="bench-zaris">${ours.toFixed(2)}</span> ms ·
-       cluster-key-slot <span id="bench-peer">${theirs.toFixed(2)}</span> ms ·
-       Zaris is <span id="bench-ratio">${(theirs / ours).toFixed(1)}</span>× faster.</p>
-    <p><strong>Array of strings in</strong> (Zaris joins them first): Zaris ${oursArray.toFixed(2)} ms ·
-       cluster-key-slot ${theirsArray.toFixed(2)} ms · ${(theirsArray / oursArray).toFixed(1)}×.</p>
-    <p><strong>Where the time goes</strong>: moving the text into wasm memory as UTF-8
-       <span id="bench-moving">${moving.toFixed(2)}</span> ms (with <code>TextEncoder.encodeInto</code>:
-       <span id="bench-platform">${platform.toFixed(2)}</span> ms), hashing it there
-       <span id="bench-hashing">${hashing.toFixed(2)}</span> ms. Only reading every character once in JS
-       takes <span id="bench-floor">${floor.toFixed(2)}</span> ms: even with hashing free, a string-in
-       approach could beat cluster-key-slot by <span id="bench-ceiling">${(theirs / floor).toFixed(1)}</span>× at most here.</p>
-    <p class="hint">Best of ${BENCH_RUNS} runs, ${keys.length.toLocaleString('en')} keys, ${(text.length / 1e6).toFixed(1)} M characters.</p>
-    <p><span id="bench-differ">${differ.length}</span> keys differ${differ.length ? ' (the first 20)' : ''}:</p>
-    <ul class="differ">${shown}</ul>`;
+  const { runBenchmark } = await import('./bench.js');
+  await runBenchmark({ sampleKeys, slotsOfText, textIntoWasm, batchSlots: (n) => batch.slots(n), escapeHtml });
 }
 
 // ---- start -----------------------------------------------------------------
+
+/** Runs `f` once typing pauses for `ms`. */
+function debounced(f, ms) {
+  let timer = null;
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(f, ms);
+  };
+}
+
+/** The churn player, loaded when its section comes near the view (or a
+ * link asks for it): it is not part of the page's first download. */
+let player = null;
+async function churnPlayer() {
+  if (!player) {
+    const { Player } = await import('./player.js');
+    if (!player) {
+      player = new Player(zaris);
+      player.wire();
+      player.fromUrl();
+      player.run();
+      $('played-player').dataset.ready = 'true';
+    }
+  }
+  return player;
+}
+
+/** The whole view from the URL: on load, and when a link changes only
+ * after `#` in an open tab. */
+async function fromUrl() {
+  viewFromUrl();
+  updateKey();
+  routeCommand();
+  if (player) {
+    player.fromUrl();
+    player.run();
+  } else if (location.hash.includes('churn.')) {
+    await churnPlayer();
+  }
+}
 
 wasm = await init();
 $('key').addEventListener('input', updateKey);
@@ -578,24 +486,39 @@ for (const button of document.querySelectorAll('[data-cmd]')) {
   });
 }
 $('key-hex').addEventListener('change', updateKey);
-$('segments').addEventListener('input', updateKey);
+$('segments').addEventListener('input', () => {
+  updateKey();
+  if ($('keys').value) analyze();
+});
 $('map-apply').addEventListener('click', useMapFromText);
 $('map-demo').addEventListener('click', useDemoMap);
 $('keys-sample').addEventListener('click', () => {
   $('keys').value = sampleKeys(SAMPLE_KEYS, 42).join('\n');
   analyze();
 });
-$('keys-analyze').addEventListener('click', analyze);
+$('keys').addEventListener('input', debounced(analyze, 150));
 $('churn-run').addEventListener('click', simulate);
-$('played-run').addEventListener('click', play);
-$('played-event').addEventListener('change', play);
 $('bench-run').addEventListener('click', benchmark);
+// The band is drawn at its container's width: drawn again when that changes.
+let bandWidth = 0;
+new ResizeObserver(() => {
+  const now = $('band').clientWidth;
+  if (Math.abs(now - bandWidth) > 8) {
+    bandWidth = now;
+    redrawBand();
+  }
+}).observe($('band'));
+new IntersectionObserver((seen, observer) => {
+  if (seen.some((e) => e.isIntersecting)) {
+    observer.disconnect();
+    churnPlayer();
+  }
+}, { rootMargin: '400px' }).observe($('played-h').closest('section'));
 useDemoMap();
 simulate();
-viewFromUrl();
-playedFromUrl();
-play();
-$('status').textContent = 'Core loaded. Routing with the demo map.';
+await fromUrl();
+// Our own replaceState never fires this: only a followed link does.
+addEventListener('hashchange', fromUrl);
 document.body.dataset.ready = 'true';
-updateKey();
-routeCommand();
+saveView();
+player?.remember();

@@ -96,8 +96,8 @@ pub use routing::{
 #[cfg(feature = "simulate")]
 pub use simulate::{
     parse_script, replay, simulate_churn, ChurnError, ChurnEvent, ChurnScenario, ChurnTotals,
-    ClientModel, Entry as ChurnEntry, Mark as ChurnMark, Replay, Step, UnknownOutcome,
-    MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
+    ClientModel, Entry as ChurnEntry, Mark as ChurnMark, Milestone as ChurnMilestone, Replay, Step,
+    UnknownOutcome, MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
 };
 pub use status::{ownership_failure_status, KvStatus};
 pub use utf16::{hash_tag_span_utf16, slot_for_utf16, utf8_from_utf16_lossy};

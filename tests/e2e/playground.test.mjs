@@ -141,8 +141,43 @@ test('many keys: per-node bars, hot slots and shared tags', async () => {
   await page.click('#keys-sample');
   const analysis = await page.textContent('#analysis');
   assert.match(analysis, /\b10,000 keys\./);
-  assert.equal(await page.locator('#analysis .bars').first().locator('.bar-row').count(), 6);
+  // One bar per master: replicas hold no keys and are not listed.
+  const perMaster = await page.locator('#analysis .bars').first().locator('.bar-label').allTextContents();
+  assert.deepEqual(perMaster, ['#0 127.0.0.1:7000', '#1 127.0.0.1:7001', '#2 127.0.0.1:7002']);
   assert.match(analysis, /keys, one slot/);
+  // A bar is as wide as its share of all keys: a segment of a few keys
+  // of 10,000 is a sliver, with its share to two places.
+  const segment = page.locator('#analysis .bars').nth(1).locator('.bar-row').first();
+  const [bar, track] = await Promise.all([segment.locator('.bar'), segment.locator('.bar-track')]
+    .map((l) => l.evaluate((e) => e.getBoundingClientRect().width)));
+  assert.ok(bar < track * 0.01, `${bar} of ${track} px`);
+  assert.match(await segment.locator('.bar-value').textContent(), /\(0\.\d\d%\)$/);
+  // Typing updates the analysis: there is no button to press.
+  await page.fill('#keys', 'a\nb\n{t}1\n{t}2');
+  await page.waitForFunction(() => /\b4 keys\./.test(document.querySelector('#analysis').textContent));
+  assert.match(await page.textContent('#analysis'), /\{t\}: 2 keys, one slot/);
+});
+
+test('an empty key says so, and the status line names the map in force', async () => {
+  await page.fill('#key', '');
+  assert.equal(await page.textContent('#key-marked'), '(empty key: it hashes to slot 0)');
+  assert.equal(await page.textContent('#slot'), '0');
+  await page.fill('#map-text', '{"nodes":[{"id":"solo","addr":"10.9.9.9:6379"}],"slots":[{"from":0,"to":16383,"node":"solo"}]}');
+  await page.click('#map-apply');
+  assert.equal(await page.textContent('#status'), 'Core loaded. Routing with your map: 1 master, 0 replicas.');
+  await page.click('#map-demo');
+  assert.equal(await page.textContent('#status'), 'Core loaded. Routing with the demo map: 3 masters, 3 replicas.');
+  await page.fill('#key', '{user1000}.following');
+});
+
+test('a link that differs only after # updates the open tab', async () => {
+  const url = new URL(page.url());
+  const state = new URLSearchParams(url.hash.slice(1));
+  state.set('key', 'hello');
+  await page.evaluate((hash) => { location.hash = hash; }, state.toString());
+  await page.waitForFunction(() => document.querySelector('#key').value === 'hello');
+  assert.equal(await page.textContent('#slot'), String(zaris.slotForBytes(new TextEncoder().encode('hello'))));
+  await page.fill('#key', '{user1000}.following');
 });
 
 test('the churn simulator shows what the client does', async () => {
@@ -196,6 +231,7 @@ test('the slot space is drawn to scale, and redrawn for a pasted map', async () 
 ${b} 10.0.0.2:7000@17000 master - 0 0 2 connected 12000-16383 [42-<-${a}]`);
   await page.click('#map-apply');
   await check({ 0: 12000, 1: 4384 });
+  assert.match(await page.textContent('#status'), /your map: 2 masters/);
   const hatched = await page.locator('#band rect.moving').evaluateAll((rs) => rs.map((r) => [r.dataset.moving, r.dataset.direction, r.getAttribute('fill')]));
   assert.deepEqual(hatched, [['42', 'to', 'url(#hatch)'], ['42', 'from', 'url(#hatch)']]);
   // Focusing a range says what it holds.
@@ -249,9 +285,17 @@ test('accessibility: axe-core finds no serious or critical violation', async () 
   assert.deepEqual(found, []);
 });
 
+/** Scrolls to the churn section and waits for its player (loaded then). */
+async function churnSection(p = page) {
+  await p.locator('#played-h').scrollIntoViewIfNeeded();
+  await p.waitForSelector('#played-player[data-ready="true"]', { timeout: 30_000 });
+}
+
 test('churn, played out: a kill of master 2 shows the core\'s own totals for three clients', async () => {
+  await churnSection();
   await page.selectOption('#played-event', 'kill');
   await page.fill('#played-master', '2');
+  await page.click('details.policy summary');
   for (const [id, value] of [['attempts', '3'], ['backoff', '100'], ['timeout', '60000'], ['interval', '500']]) {
     await page.fill(`#played-${id}`, value);
   }
@@ -291,10 +335,177 @@ test('churn, played out: a kill of master 2 shows the core\'s own totals for thr
   // A scenario out of bounds is a clear error, not a broken page.
   await page.fill('#played-master', '7');
   await page.click('#played-run');
-  assert.match(await page.textContent('#played-error'), /1 to 8 masters/);
+  assert.equal(await page.textContent('#played-error'),
+    'This scenario cannot run: there is no master 7: the cluster has masters 0 to 2.');
+  assert.equal(await page.locator('#played-lanes svg').count(), 0, 'the stale run is cleared');
   await page.fill('#played-master', '2');
   await page.click('#played-run');
   assert.equal(await page.isHidden('#played-error'), true);
+});
+
+/** The mark names the Zaris lanes hold, with their counts. */
+async function laneMarks() {
+  return page.locator('#played-lanes rect[data-mark]').evaluateAll((rs) => {
+    const out = {};
+    for (const r of rs) out[r.dataset.mark] = (out[r.dataset.mark] ?? 0) + 1;
+    return out;
+  });
+}
+
+test('churn, played out: every scenario tells its story with its defaults', async () => {
+  await churnSection();
+  // What each event shows, with nothing but the event chosen.
+  const shows = {
+    kill: ['refused', 'wait'], failover: ['moved'], migrate: ['ask', 'tryagain', 'moved'], bounce: ['moved'],
+  };
+  const fields = { kill: ['master'], failover: ['master'], migrate: ['master', 'to', 'first', 'last'], bounce: ['to', 'first'] };
+  for (const [event, wanted] of Object.entries(shows)) {
+    await page.selectOption('#played-event', event);
+    assert.equal(await page.isHidden('#played-error'), true, event);
+    const marks = await laneMarks();
+    for (const name of wanted) assert.ok(marks[name] > 0, `${event}: ${name} in ${JSON.stringify(marks)}`);
+    // Only the fields the event uses are shown.
+    const visible = [];
+    for (const id of ['master', 'to', 'first', 'last']) {
+      if (await page.locator(`#played-${id}`).isVisible()) visible.push(id);
+    }
+    assert.deepEqual(visible, fields[event], event);
+    // The keys' slots are ticked above the lanes, and the milestones drawn.
+    assert.equal(await page.locator('#played-map g[data-mark="tick"]').count(), 64, event);
+    assert.ok(await page.locator('#played-lanes line[data-event]').count() >= 1, event);
+  }
+  // The default event is one where the clients differ, and a sentence says how.
+  await page.selectOption('#played-event', 'kill');
+  assert.equal(await page.getAttribute('#played-story', 'data-differs'), 'true');
+  assert.match(await page.textContent('#played-story li[data-model="attempts-only"]'),
+    /^attempts only: \d+ failed, begun between 1\.0 and \d\.\d s; slowest answer \+\d+ ms; [\d,]+ attempts$/);
+  assert.match(await page.textContent('#played-story li[data-model="zaris"]'), /^Zaris: 0 failed;/);
+  // Each client's requests have a lane of their own: the naive loop's failures show.
+  assert.ok(await page.locator('g.outcomes[data-model="attempts-only"] rect[data-outcome="failed"]').count() > 0);
+  assert.equal(await page.locator('g.outcomes[data-model="zaris"] rect[data-outcome="failed"]').count(), 0);
+  // A specific error for a migration of slots the master does not own,
+  // and the stale run cleared; then the defaults work again.
+  await page.selectOption('#played-event', 'migrate');
+  await page.fill('#played-master', '2');
+  await page.dispatchEvent('#played-master', 'change');
+  assert.equal(await page.textContent('#played-error'),
+    'This scenario cannot run: master 2 owns slots 10922 to 16383, so it cannot migrate 0 to 1023.');
+  assert.equal(await page.locator('#played-lanes svg').count(), 0);
+  await page.selectOption('#played-event', 'kill');
+  assert.equal(await page.isHidden('#played-error'), true);
+});
+
+test('churn, played out: the player steps, plays and explains, and the cursor is in the URL', async () => {
+  await churnSection();
+  await page.selectOption('#played-event', 'kill');
+  const cursorX = () => page.getAttribute('#played-lanes line[data-cursor]', 'x1').then(Number);
+  const served = () => page.locator('#played-map rect.range[data-node="2"]').count();
+  // A click on the lane names focuses the timeline (and moves nothing).
+  await page.locator('#played-lanes svg').click({ position: { x: 4, y: 4 } });
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'played-lanes');
+  await page.keyboard.press('Home');
+  assert.equal(await page.textContent('#play-clock'), '0.000 s');
+  assert.ok(await served() > 0, 'master 2 serves its slots before the kill');
+  const start = await cursorX();
+  // Step to the kill: the map shows master 2's slots unserved, the log says why.
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.textContent('#play-clock'), '1.000 s');
+  assert.ok(await cursorX() > start, 'the cursor moved');
+  assert.equal(await served(), 0, 'no one serves master 2\'s slots');
+  assert.match(await page.textContent('#played-map-caption'), /no one serves 5,46\d of them/);
+  assert.match(await page.textContent('#played-log'), /1\.000 s · master 2 is killed/);
+  assert.match(await page.textContent('#played-detail'), /master 2 is killed/);
+  // The next step is a request meeting the dead node, explained.
+  await page.keyboard.press('ArrowRight');
+  assert.match(await page.textContent('#played-detail'), /request \d+, slot \d+, at \d\.\d{3} s: .*(refused|waits)/);
+  // The cursor's time is in the URL.
+  const t = new URLSearchParams(new URL(page.url()).hash.slice(1)).get('churn.t');
+  assert.equal(`${(Number(t) / 1000).toFixed(3)} s`, await page.textContent('#play-clock'));
+  // End: the replica serves them.
+  await page.keyboard.press('End');
+  assert.equal(await served(), 0);
+  assert.ok(await page.locator('#played-map rect.range[data-node="5"]').count() > 0, 'replica of 2 took over');
+  // Hovering a mark tells its request's story.
+  await page.locator('#played-lanes rect[data-mark="refused"]').first().hover({ force: true });
+  assert.match(await page.textContent('#played-detail'), /^\d\.\d{3} s, master 2: request \d+, slot \d+, at .*refused by master 2/);
+  // Space plays and pauses.
+  await page.locator('#played-lanes svg').click({ position: { x: 4, y: 4 } });
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'played-lanes');
+  await page.keyboard.press('Home');
+  await page.keyboard.press(' ');
+  assert.equal(await page.getAttribute('#play-toggle', 'aria-pressed'), 'true');
+  await page.waitForFunction(() => document.querySelector('#play-clock').textContent !== '0.000 s');
+  await page.keyboard.press(' ');
+  assert.equal(await page.getAttribute('#play-toggle', 'aria-pressed'), 'false');
+  // The slider moves the cursor too.
+  await page.fill('#play-time', '2500');
+  assert.equal(await page.textContent('#play-clock'), '2.500 s');
+});
+
+/** Text boxes in `selector`'s SVGs that overlap another's: `[[a, b]]`. */
+async function overlappingText(p, selector) {
+  return p.locator(selector).evaluateAll((svgs) => {
+    const out = [];
+    for (const svg of svgs) {
+      const boxes = [...svg.querySelectorAll('text')].filter((t) => t.getAttribute('display') !== 'none' && t.textContent)
+        .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          const [a, p] = boxes[i], [b, q] = boxes[j];
+          if (p.left < q.right - 0.5 && q.left < p.right - 0.5 && p.top < q.bottom - 0.5 && q.top < p.bottom - 0.5) out.push([a, b]);
+        }
+      }
+    }
+    return out;
+  });
+}
+
+/** Tables wider than their box (content cut off or scrolled): `[id]`. */
+async function overflowingTables(p) {
+  return p.locator('table').evaluateAll((ts) => ts.filter((t) => t.offsetParent && t.scrollWidth > t.clientWidth + 1)
+    .map((t) => t.id || t.className));
+}
+
+/** The contrast ratio of an element's text on its background. */
+async function contrast(p, selector) {
+  return p.locator(selector).first().evaluate((el) => {
+    const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => { const c = v / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const style = getComputedStyle(el);
+    const [a, b] = [lum(rgb(style.color)), lum(rgb(style.backgroundColor))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  });
+}
+
+test('every width and scheme: tables fit, labels do not collide, buttons are readable', async () => {
+  const second = await browser.page.context().newPage();
+  try {
+    for (const [width, scheme] of [[1280, 'light'], [1280, 'dark'], [375, 'light'], [375, 'dark']]) {
+      await second.emulateMedia({ colorScheme: scheme });
+      await second.setViewportSize({ width, height: 900 });
+      await second.goto(server.url);
+      await second.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+      await churnSection(second);
+      const where = `${width} px, ${scheme}`;
+      assert.deepEqual(await overflowingTables(second), [], where);
+      assert.deepEqual(await overlappingText(second, '#played-lanes svg, #band svg, #played-map svg'), [], where);
+      const overflow = await second.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${where}: ${overflow}px of horizontal overflow`);
+      for (const button of ['#played-run', '#map-demo']) {
+        const ratio = await contrast(second, button);
+        assert.ok(ratio >= 4.5, `${where}: ${button} text contrast ${ratio.toFixed(2)}:1`);
+      }
+      // The lanes' labels stay readable: drawn at the page's pixels.
+      const size = await second.locator('#played-lanes .lane-name').first()
+        .evaluate((t) => t.getBoundingClientRect().height);
+      assert.ok(size >= 10, `${where}: lane labels ${size.toFixed(1)} px tall`);
+    }
+  } finally {
+    await second.close();
+  }
 });
 
 test('the benchmark compares with cluster-key-slot and lists every disagreement', async () => {
@@ -313,7 +524,10 @@ test('the benchmark compares with cluster-key-slot and lists every disagreement'
   // (lone surrogates) can differ, under 2% of the sample: a broken slot path
   // in the module would differ almost everywhere.
   assert.ok(differ < 2_000, `${differ} keys differ`);
+  assert.equal(await page.isHidden('#bench-progress'), true, 'the progress bar is gone when done');
   for (const item of await page.locator('ul.differ li').allTextContents()) {
+    // A lone surrogate shows as its escape, never as an empty box.
+    assert.ok(!/\p{Cs}/u.test(item), item);
     const [, key, ours, theirs] = item.match(/^(".*"):\s+Zaris (\d+), cluster-key-slot (\d+)$/s);
     // What the page calls Zaris is the core's answer, and the peer differs.
     assert.equal(Number(ours), zaris.slotForUtf16(units(JSON.parse(key))), item);

@@ -8,7 +8,9 @@ use core::time::Duration;
 
 use crate::json;
 use wasm_bindgen::prelude::*;
-use zaris_core::{simulate_churn, ChurnEntry, ChurnEvent, ChurnScenario, ClientModel, RetryPolicy};
+use zaris_core::{
+    simulate_churn, ChurnEntry, ChurnEvent, ChurnMilestone, ChurnScenario, ClientModel, RetryPolicy,
+};
 
 /// The marks' names, by `ChurnMark as usize`.
 const MARKS: [&str; 9] = [
@@ -69,10 +71,44 @@ pub fn model(
     })
 }
 
+/// The name of node `node` (numbered as the lanes are) among `masters`.
+fn node_name(node: u8, masters: u8) -> String {
+    if node < masters {
+        format!("master {node}")
+    } else {
+        format!("replica of {}", node - masters)
+    }
+}
+
+/// A milestone as numbers: its kind (`ChurnMilestone`'s variants in
+/// order, from 0), then its fields in declaration order. The page puts it
+/// in words.
+fn milestone_fields(m: ChurnMilestone) -> ([u16; 6], usize) {
+    match m {
+        ChurnMilestone::Killed { master } => ([0, master.into(), 0, 0, 0, 0], 2),
+        ChurnMilestone::FailedOver { master, replica } => {
+            ([1, master.into(), replica.into(), 0, 0, 0], 3)
+        }
+        ChurnMilestone::EmptySlotsMoved {
+            from,
+            to,
+            first,
+            last,
+            keyed,
+        } => ([2, from.into(), to.into(), first, last, keyed], 6),
+        ChurnMilestone::Migrating { slot, from, to } => {
+            ([3, slot, from.into(), to.into(), 0, 0], 4)
+        }
+        ChurnMilestone::Migrated { slot, from, to } => ([4, slot, from.into(), to.into(), 0, 0], 4),
+    }
+}
+
 /// The run as JSON: `{"totals": {...}, "lanes": [...], "marks": [...],
-/// "entries": [[at_us, lane, mark, request], ...]}` (time in microseconds,
-/// integers: no float formatting in the module; lanes: the masters, their
-/// replicas, then the client's own).
+/// "duration_ms", "event_ms", "entries": [[at_us, lane, mark, request],
+/// ...], "requests": [[start_us, slot], ...], "key_slots": [...],
+/// "milestones": [[at_us, kind, fields...], ...]}` (time in microseconds, integers:
+/// no float formatting in the module; lanes: the masters, their replicas,
+/// then the client's own).
 ///
 /// # Errors
 /// A scenario out of bounds, in words.
@@ -97,6 +133,38 @@ pub fn run_json(scenario: &ChurnScenario, model: &ClientModel) -> Result<String,
     .map_err(|e| e.to_string())?;
     entries.push(']');
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let gap = Duration::from_secs(1) / scenario.rate.max(1);
+    let mut requests = String::from("[");
+    for i in 0..totals.requests {
+        if i > 0 {
+            requests.push(',');
+        }
+        let slot = scenario.slot_of_key(scenario.key_of_request(i));
+        let _ = write!(requests, "[{},{slot}]", us(gap * i));
+    }
+    requests.push(']');
+    let mut key_slots = String::from("[");
+    for k in 0..scenario.keys {
+        if k > 0 {
+            key_slots.push(',');
+        }
+        let _ = write!(key_slots, "{}", scenario.slot_of_key(k));
+    }
+    key_slots.push(']');
+    let mut milestones = String::from("[");
+    scenario.milestones(|at, m| {
+        if milestones.len() > 1 {
+            milestones.push(',');
+        }
+        let _ = write!(milestones, "[{}", us(at));
+        let (fields, n) = milestone_fields(m);
+        for field in &fields[..n] {
+            let _ = write!(milestones, ",{field}");
+        }
+        milestones.push(']');
+    });
+    milestones.push(']');
     let mut totals_json = String::new();
     json::Object::open(&mut totals_json)
         .num("requests", totals.requests.into())
@@ -111,13 +179,10 @@ pub fn run_json(scenario: &ChurnScenario, model: &ClientModel) -> Result<String,
         if i > 0 {
             lane_names.push(',');
         }
-        let m = usize::from(scenario.masters);
         let name = if i == lanes {
             String::from("client")
-        } else if i < m {
-            format!("master {i}")
         } else {
-            format!("replica of {}", i - m)
+            node_name(i as u8, scenario.masters)
         };
         json::string(&mut lane_names, &name);
     }
@@ -138,6 +203,9 @@ pub fn run_json(scenario: &ChurnScenario, model: &ClientModel) -> Result<String,
         .num("duration_ms", ms(scenario.duration))
         .num("event_ms", ms(scenario.event_at))
         .raw("entries", &entries)
+        .raw("requests", &requests)
+        .raw("key_slots", &key_slots)
+        .raw("milestones", &milestones)
         .close();
     Ok(out)
 }
@@ -173,6 +241,44 @@ pub fn simulate_churn_js(
     run_json(&scenario, &model).map_err(|e| JsError::new(&e))
 }
 
+/// Who owns each slot at `at_ms` into the scenario's run (the cluster's
+/// truth, not a client's belief): 16,384 bytes of owners (numbered as the
+/// lanes are; 255 for none), then 16,384 of where each slot is migrating
+/// to (255 for nowhere).
+///
+/// # Errors
+/// An unknown event, or a scenario out of bounds, in words.
+#[wasm_bindgen(js_name = churnOwnersAt)]
+pub fn churn_owners_at(
+    event_name: &str,
+    master: u8,
+    to: u8,
+    first: u16,
+    last: u16,
+    at_ms: u32,
+) -> Result<Vec<u8>, JsError> {
+    let scenario = ChurnScenario::new(
+        event(event_name, master, to, first, last).map_err(|e| JsError::new(&e))?,
+    );
+    owners_at(&scenario, Duration::from_millis(at_ms.into())).map_err(|e| JsError::new(&e))
+}
+
+/// [`churn_owners_at`] for a scenario.
+///
+/// # Errors
+/// A scenario out of bounds, in words.
+pub fn owners_at(scenario: &ChurnScenario, at: Duration) -> Result<Vec<u8>, String> {
+    scenario.check().map_err(|e| e.to_string())?;
+    let slots = usize::from(zaris_core::SLOT_COUNT);
+    let mut out = vec![u8::MAX; 2 * slots];
+    for slot in 0..zaris_core::SLOT_COUNT {
+        let (owner, moving) = scenario.owner_at(slot, at);
+        out[usize::from(slot)] = owner.unwrap_or(u8::MAX);
+        out[slots + usize::from(slot)] = moving.unwrap_or(u8::MAX);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +301,44 @@ mod tests {
             .iter()
             .any(|e| e[2] == zaris_core::ChurnMark::Refused as usize && e[1] == 2));
         assert!(event("nope", 0, 0, 0, 0).is_err());
+        // Each request's start and slot, the keys' slots, the milestones.
+        assert_eq!(parsed["requests"].as_array().unwrap().len(), 2000);
+        assert_eq!(parsed["requests"][1][0], 2500, "400 a second: 2.5 ms apart");
+        assert_eq!(parsed["key_slots"].as_array().unwrap().len(), 64);
+        assert_eq!(parsed["key_slots"][0], 7);
+        let milestones = parsed["milestones"].as_array().unwrap();
+        assert_eq!(milestones.len(), 2);
+        assert_eq!(milestones[0][0], 1_000_000);
+        assert_eq!(
+            milestones[0],
+            serde_json::json!([1_000_000, 0, 2]),
+            "master 2 killed"
+        );
+        assert_eq!(
+            milestones[1],
+            serde_json::json!([3_000_000, 1, 2, 5]),
+            "its replica, lane 5, takes over"
+        );
+    }
+
+    #[test]
+    fn owners_at_a_moment_follow_the_event() {
+        let kill = ChurnScenario::new(event("kill", 2, 0, 0, 0).unwrap());
+        let before = owners_at(&kill, Duration::ZERO).unwrap();
+        let during = owners_at(&kill, Duration::from_millis(1500)).unwrap();
+        let after = owners_at(&kill, Duration::from_millis(3500)).unwrap();
+        assert_eq!((before[0], before[16383]), (0, 2));
+        assert_eq!((during[0], during[16383]), (0, u8::MAX), "no one serves");
+        assert_eq!(after[16383], 5, "master 2's replica");
+        let migrate = ChurnScenario::new(event("migrate", 0, 1, 0, 1023).unwrap());
+        let moving = owners_at(&migrate, Duration::from_millis(1100)).unwrap();
+        assert_eq!((moving[7], moving[16384 + 7]), (0, 1), "slot 7 mid-way");
+        assert_eq!(moving[8], 1, "a slot without keys moved at once");
+        let wrong = ChurnScenario::new(event("migrate", 2, 1, 0, 1023).unwrap());
+        assert_eq!(
+            owners_at(&wrong, Duration::ZERO).unwrap_err(),
+            "master 2 owns slots 10922 to 16383, so it cannot migrate 0 to 1023"
+        );
         assert!(model("nope", RetryPolicy::DEFAULT, Duration::ZERO).is_err());
     }
 }

@@ -34,134 +34,9 @@ use crate::{
     RetryPolicy, TransportFailure, DEFAULT_REFRESH_WAIT, REFRESH_MIN_INTERVAL, SLOT_COUNT,
 };
 
-/// The most requests one simulation runs (rate times duration).
-pub const MAX_CHURN_REQUESTS: usize = 2048;
-/// The most masters (each has one replica).
-pub const MAX_CHURN_MASTERS: u8 = 8;
-
-/// What happens to the cluster at [`ChurnScenario::event_at`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum ChurnEvent {
-    /// A manual failover: the master's replica takes over at once; the old
-    /// master answers `MOVED` for its slots.
-    Failover {
-        /// The master, from 0.
-        master: u8,
-    },
-    /// The master is killed: connections refused, its slots unserved until
-    /// the cluster fails it over ([`ChurnScenario::failover_after`]).
-    Kill {
-        /// The master, from 0.
-        master: u8,
-    },
-    /// Slots `first..=last` of master `from` move to master `to`: those
-    /// without keys at once, those with keys one per
-    /// [`ChurnScenario::step`]; while a slot moves, half its keys have gone
-    /// (`ASK`), and a two-key command's keys are split (`TRYAGAIN`).
-    Migrate {
-        /// The source master.
-        from: u8,
-        /// The target master.
-        to: u8,
-        /// The first slot.
-        first: u16,
-        /// The last slot, inclusive.
-        last: u16,
-    },
-    /// One slot moves to master `to` and back after
-    /// [`ChurnScenario::bounce_back`].
-    Bounce {
-        /// The slot.
-        slot: u16,
-        /// Where it goes for a while.
-        to: u8,
-    },
-}
-
-/// The cluster, the event and the load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ChurnScenario {
-    /// Masters, the slots split between them as `redis-cli` splits them.
-    pub masters: u8,
-    /// The event.
-    pub event: ChurnEvent,
-    /// When it happens.
-    pub event_at: Duration,
-    /// How long requests keep coming.
-    pub duration: Duration,
-    /// Requests per second, each to one of [`Self::keys`] keys in turn.
-    pub rate: u32,
-    /// Distinct keys, their slots evenly spread over the range (key `k`
-    /// in slot [`ChurnScenario::slot_of_key`]).
-    pub keys: u16,
-    /// One round trip.
-    pub rtt: Duration,
-    /// A killed master's replica takes over this long after the kill.
-    pub failover_after: Duration,
-    /// A migration moves one slot with keys per step.
-    pub step: Duration,
-    /// A bounced slot comes back after this long.
-    pub bounce_back: Duration,
-    /// A map refresh takes this long.
-    pub refresh_latency: Duration,
-}
-
-impl ChurnScenario {
-    /// Three masters, the event at 1 s, 400 requests a second over 64
-    /// keys for 5 s, a 1 ms round trip, a killed master failed over after
-    /// 2 s, a migration step of 200 ms a slot with keys, a bounce back
-    /// after 200 ms, 2 ms refreshes.
-    #[must_use]
-    pub const fn new(event: ChurnEvent) -> Self {
-        Self {
-            masters: 3,
-            event,
-            event_at: Duration::from_secs(1),
-            duration: Duration::from_secs(5),
-            rate: 400,
-            keys: 64,
-            rtt: Duration::from_millis(1),
-            failover_after: Duration::from_secs(2),
-            step: Duration::from_millis(200),
-            bounce_back: Duration::from_millis(200),
-            refresh_latency: Duration::from_millis(2),
-        }
-    }
-}
-
-impl ChurnScenario {
-    /// The slot of key `k` (`k < keys`): evenly spread, 7 past each step.
-    #[must_use]
-    pub fn slot_of_key(&self, k: u16) -> u16 {
-        let spacing = u32::from(SLOT_COUNT) / u32::from(self.keys.max(1));
-        ((u32::from(k) * spacing + 7) % u32::from(SLOT_COUNT)) as u16
-    }
-
-    /// Among the slots with keys from `first` on, which one `slot` is
-    /// (from 0); `None` when it holds no key.
-    fn key_rank(&self, first: u16, slot: u16) -> Option<u32> {
-        let spacing = u32::from(SLOT_COUNT) / u32::from(self.keys.max(1));
-        let holds = |s: u32| {
-            s >= 7 && (s - 7).is_multiple_of(spacing) && (s - 7) / spacing < u32::from(self.keys)
-        };
-        if !holds(u32::from(slot)) {
-            return None;
-        }
-        Some(
-            (u32::from(first)..u32::from(slot))
-                .filter(|&s| holds(s))
-                .count() as u32,
-        )
-    }
-
-    /// The key request `i` goes to.
-    #[must_use]
-    pub fn key_of_request(&self, i: u32) -> u16 {
-        ((u64::from(i) * 97) % u64::from(self.keys.max(1))) as u16
-    }
-}
+use super::scenario::{
+    ChurnError, ChurnEvent, ChurnScenario, MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
+};
 
 /// The client's rules: its retry policy, the refresh interval and wait,
 /// and whether a request for a dead owner waits, unsent, for the map (the
@@ -273,30 +148,6 @@ pub struct ChurnTotals {
     pub worst: Duration,
 }
 
-/// Why a scenario cannot run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChurnError {
-    /// Rate times duration is over [`MAX_CHURN_REQUESTS`].
-    TooManyRequests,
-    /// No masters, more than [`MAX_CHURN_MASTERS`], or an event naming a
-    /// master or a slot the cluster has not got.
-    BadCluster,
-}
-
-impl core::fmt::Display for ChurnError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            ChurnError::TooManyRequests => write!(
-                f,
-                "rate times duration is over {MAX_CHURN_REQUESTS} requests"
-            ),
-            ChurnError::BadCluster => f.write_str(
-                "the cluster needs 1 to 8 masters, and the event masters and slots it has",
-            ),
-        }
-    }
-}
-
 /// A request's state.
 #[derive(Clone, Copy)]
 struct Request {
@@ -351,63 +202,7 @@ struct World<'a> {
     probed_at: [Option<Duration>; 2 * MAX_CHURN_MASTERS as usize],
 }
 
-/// The master `redis-cli` gives `slot` among `masters`.
-fn split_owner(slot: u16, masters: u8) -> u8 {
-    let per = u32::from(SLOT_COUNT) / u32::from(masters);
-    ((u32::from(slot) / per) as u8).min(masters - 1)
-}
-
 impl World<'_> {
-    /// Who serves `slot` at `t` (`None`: no one, a dead master not yet
-    /// replaced), and where it is migrating to.
-    fn truth(&self, slot: u16, t: Duration) -> (Option<u8>, Option<u8>) {
-        let s = self.s;
-        let base = split_owner(slot, s.masters);
-        let at = s.event_at;
-        match s.event {
-            ChurnEvent::Failover { master } if base == master && t >= at => {
-                (Some(s.masters + master), None)
-            }
-            ChurnEvent::Kill { master } if base == master && t >= at => {
-                if t < at + s.failover_after {
-                    (None, None)
-                } else {
-                    (Some(s.masters + master), None)
-                }
-            }
-            ChurnEvent::Migrate {
-                from,
-                to,
-                first,
-                last,
-            } if base == from && (first..=last).contains(&slot) => {
-                // Slots with keys move one per step, in order; the others
-                // at once.
-                let Some(k) = s.key_rank(first, slot) else {
-                    return if t < at {
-                        (Some(from), None)
-                    } else {
-                        (Some(to), None)
-                    };
-                };
-                let start = at + s.step * k;
-                if t < start {
-                    (Some(from), None)
-                } else if t < start + s.step {
-                    (Some(from), Some(to))
-                } else {
-                    (Some(to), None)
-                }
-            }
-            ChurnEvent::Bounce { slot: bounced, to }
-                if slot == bounced && t >= at && t < at + s.bounce_back =>
-            {
-                (Some(to), None)
-            }
-            _ => (Some(base), None),
-        }
-    }
-
     fn dead(&self, node: u8, t: Duration) -> bool {
         matches!(self.s.event, ChurnEvent::Kill { master } if master == node && t >= self.s.event_at)
     }
@@ -416,9 +211,9 @@ impl World<'_> {
     /// dead master keeps its slots until it is failed over).
     fn refresh(&mut self, t: Duration) {
         for slot in 0..SLOT_COUNT {
-            let owner = match self.truth(slot, t) {
+            let owner = match self.s.owner_at(slot, t) {
                 (Some(owner), _) => owner,
-                (None, _) => split_owner(slot, self.s.masters),
+                (None, _) => self.s.split_owner(slot),
             };
             self.map[usize::from(slot)] = owner;
         }
@@ -476,27 +271,8 @@ pub fn simulate_churn(
     mut each: impl FnMut(Entry),
 ) -> Result<ChurnTotals, ChurnError> {
     let s = scenario;
-    if s.masters == 0 || s.masters > MAX_CHURN_MASTERS {
-        return Err(ChurnError::BadCluster);
-    }
-    let bad_master = |m: u8| m >= s.masters;
-    let bad = match s.event {
-        ChurnEvent::Failover { master } | ChurnEvent::Kill { master } => bad_master(master),
-        ChurnEvent::Migrate {
-            from,
-            to,
-            first,
-            last,
-        } => bad_master(from) || bad_master(to) || first > last || last >= SLOT_COUNT,
-        ChurnEvent::Bounce { slot, to } => bad_master(to) || slot >= SLOT_COUNT,
-    };
-    if bad {
-        return Err(ChurnError::BadCluster);
-    }
+    s.check()?;
     let count = u64::from(s.rate).saturating_mul(s.duration.as_millis() as u64) / 1000;
-    if count > MAX_CHURN_REQUESTS as u64 {
-        return Err(ChurnError::TooManyRequests);
-    }
     let count = count as u32;
     let mut world = World {
         s,
@@ -540,7 +316,7 @@ pub fn simulate_churn(
                 at: now,
                 node: None,
                 mark: Mark::Refresh,
-                request: REFRESH,
+                request: u32::MAX,
             });
             continue;
         }
@@ -628,7 +404,7 @@ pub fn simulate_churn(
             });
             Outcome::Transport(TransportFailure::ConnectionRefused)
         } else {
-            match world.truth(r.slot, now) {
+            match s.owner_at(r.slot, now) {
                 (Some(owner), moving) if owner == node || asking => {
                     // One request in four to each key is a two-key command
                     // (`MGET` of two keys of the slot; a key's requests
@@ -672,7 +448,7 @@ pub fn simulate_churn(
                 (owner, _) => {
                     // Every other node names the owner the cluster has
                     // (the dead master, until it is replaced).
-                    let to = owner.unwrap_or_else(|| split_owner(r.slot, s.masters));
+                    let to = owner.unwrap_or_else(|| s.split_owner(r.slot));
                     let from = [b'n', node];
                     let looped = world.redirects.note(r.slot, &from, &[b'n', to], at);
                     if looped {
@@ -854,7 +630,10 @@ mod tests {
         let mut s = ChurnScenario::new(ChurnEvent::Kill { master: 5 });
         assert_eq!(
             simulate_churn(&s, &ClientModel::ZARIS, |_| {}),
-            Err(ChurnError::BadCluster)
+            Err(ChurnError::NoSuchMaster {
+                master: 5,
+                masters: 3
+            })
         );
         s.event = ChurnEvent::Kill { master: 1 };
         s.rate = 100_000;

@@ -6,10 +6,11 @@
 //! feature off and compiles neither.
 
 mod churn;
+mod scenario;
 mod script;
 
-pub use churn::{
-    simulate_churn, ChurnError, ChurnEvent, ChurnScenario, ChurnTotals, ClientModel, Entry, Mark,
-    MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
+pub use churn::{simulate_churn, ChurnTotals, ClientModel, Entry, Mark};
+pub use scenario::{
+    ChurnError, ChurnEvent, ChurnScenario, Milestone, MAX_CHURN_MASTERS, MAX_CHURN_REQUESTS,
 };
 pub use script::{parse_script, replay, Replay, Step, UnknownOutcome};
