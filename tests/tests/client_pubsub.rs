@@ -182,6 +182,9 @@ fn churn(binary: &str, classic: bool) {
         let started = Instant::now();
         run(cluster);
         let took = started.elapsed();
+        // The cluster settles (one view of the slots, replicas in sync)
+        // before the next event asks it who is master.
+        cluster.wait_healthy().unwrap();
         all_hear_after(
             round.load(Ordering::Acquire),
             &format!("{server} {name}: every channel heard again"),
@@ -218,7 +221,17 @@ fn churn(binary: &str, classic: bool) {
     // The {room} slot migrates to another master.
     let room = slot_for_key(b"{room}");
     event("slot migration", &mut cluster, &mut |c| {
-        let from = c.owner_index(room).unwrap();
+        // The slot's owner as the cluster reports it is a master by its
+        // own account (a failed-over master's role flips a moment later).
+        let mut from = 0;
+        eventually(
+            "the {room} slot's owner is a master",
+            Duration::from_secs(10),
+            || {
+                from = c.owner_index(room).unwrap();
+                c.is_master(from).unwrap_or(false)
+            },
+        );
         let to = (0..c.running().len())
             .find(|&i| i != from && c.is_master(i).unwrap_or(false))
             .unwrap();
