@@ -106,7 +106,7 @@ function story(run, req, id, refreshes) {
 }
 
 /** What the run came to, per model: failures and their window, the slowest. */
-function summary(model, { requests }, run) {
+function summary({ model, requests, run }) {
   const failed = requests.filter((r) => r.end !== null && !r.served);
   const slowest = Math.max(0, ...requests.filter((r) => r.served).map((r) => r.end - r.start));
   const name = MODEL_NAMES[model];
@@ -203,7 +203,7 @@ export class Player {
         + `<td>${t.worst_ms}</td><td>${t.attempts}</td><td>${t.refreshes}</td>`;
       return tr;
     }));
-    const [ours, ...naive] = this.runs.map((r) => summary(r.model, r, r.run));
+    const [ours, ...naive] = this.runs.map(summary);
     const differs = naive.some((s) => s.failed !== ours.failed);
     const story = $('played-story');
     story.replaceChildren(...[ours, ...naive].map((s, i) => {
@@ -218,6 +218,7 @@ export class Player {
   /** The lanes: one per node, the client's, then one per client model
    * with each request at its start, coloured by how it ended. */
   draw() {
+    this.mapPhase = null;
     const zaris = this.runs[0];
     const run = zaris.run;
     const container = $('played-lanes');
@@ -332,9 +333,22 @@ export class Player {
   drawMap() {
     const s = this.ran;
     const run = this.runs[0].run;
+    // Ownership changes only at the milestones: between two, the map
+    // drawn stands (playback seeks every frame).
+    const phase = run.milestones.filter(([atUs]) => atUs <= this.t * 1000).length;
+    const caption = (unserved) => {
+      $('played-map-caption').textContent = `Who owns the slots at ${seconds(this.t)}`
+        + (unserved ? `: no one serves ${unserved.toLocaleString('en')} of them (grey)` : '')
+        + '. Ticks beneath: the 64 keys\' slots.';
+    };
+    if (phase === this.mapPhase) {
+      caption(this.unserved);
+      return;
+    }
     const owners = this.zaris.churnOwnersAt(s.event, s.master, s.to, s.first, s.last, this.t);
     const masters = (run.lanes.length - 1) / 2;
     const SLOTS = 16384;
+    // The replicas come after the masters, so the masters keep their colours.
     const nodes = run.lanes.slice(0, -1).map((addr, i) => ({
       id: `n${i}`, addr, replica_of: i >= masters ? `n${i - masters}` : null, ranges: [], slots: 0, moving: [],
     }));
@@ -352,13 +366,11 @@ export class Player {
       const to = owners[SLOTS + slot];
       if (to !== 255 && owners[slot] !== 255) nodes[owners[slot]].moving.push([slot, 'to', `n${to}`]);
     }
-    // The replicas sort after the masters, so the masters keep their colours.
     const keys = run.key_slots.map((slot) => ({ slot, kind: 'tick', label: `a key in slot ${slot}` }));
     drawBand($('played-map'), nodes, keys, (text) => { $('played-detail').textContent = text; }, 'played-hatch');
-    const unserved = owners.subarray(0, SLOTS).filter((o) => o === 255).length;
-    $('played-map-caption').textContent = `Who owns the slots at ${seconds(this.t)}`
-      + (unserved ? `: no one serves ${unserved.toLocaleString('en')} of them (grey)` : '')
-      + '. Ticks beneath: the 64 keys\' slots.';
+    this.mapPhase = phase;
+    this.unserved = owners.subarray(0, SLOTS).filter((o) => o === 255).length;
+    caption(this.unserved);
   }
 
   /** The events up to the cursor: milestones, then what the client met. */

@@ -305,7 +305,7 @@ fn churn(binary: &str, classic: bool) {
                 "{server} {channel}: message {seq} reached a subscriber and was lost outside any gap"
             );
         }
-        let last = sent.iter().rev().find(|s| s.2).map(|s| s.0);
+        let last = last_reached(sent);
         assert_eq!(
             received.last().copied(),
             last,
@@ -329,7 +329,7 @@ fn churn(binary: &str, classic: bool) {
             );
             assert_eq!(
                 received.last().copied(),
-                sent.iter().rev().find(|s| s.2).map(|s| s.0),
+                last_reached(sent),
                 "{server} {channel}: the pattern got the last message"
             );
         }

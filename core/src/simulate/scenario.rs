@@ -329,20 +329,19 @@ impl ChurnScenario {
     }
 
     /// Among the slots with keys from `first` on, which one `slot` is
-    /// (from 0); `None` when it holds no key.
+    /// (from 0); `None` when it holds no key. Arithmetic, not a walk over
+    /// the slots: it is asked for every slot of every map the simulation
+    /// and the player draw.
     pub(crate) fn key_rank(&self, first: u16, slot: u16) -> Option<u32> {
         let spacing = u32::from(SLOT_COUNT) / u32::from(self.keys.max(1));
-        let holds = |s: u32| {
-            s >= 7 && (s - 7).is_multiple_of(spacing) && (s - 7) / spacing < u32::from(self.keys)
-        };
-        if !holds(u32::from(slot)) {
+        let s = u32::from(slot);
+        if s < 7 || !(s - 7).is_multiple_of(spacing) || (s - 7) / spacing >= u32::from(self.keys) {
             return None;
         }
-        Some(
-            (u32::from(first)..u32::from(slot))
-                .filter(|&s| holds(s))
-                .count() as u32,
-        )
+        // Key `k` sits at slot `7 + k * spacing`: the keys before `first`
+        // are those with `k < ceil((first - 7) / spacing)`.
+        let before = u32::from(first).saturating_sub(7).div_ceil(spacing);
+        Some(((s - 7) / spacing).saturating_sub(before))
     }
 }
 
@@ -547,6 +546,33 @@ mod tests {
             .to_string(),
             "there is no master 7: the cluster has masters 0 to 2"
         );
+    }
+
+    #[test]
+    fn a_key_rank_counts_the_keyed_slots_from_first() {
+        let s = scenario(ChurnEvent::Kill { master: 0 });
+        let mut keyed = [false; SLOT_COUNT as usize];
+        for k in 0..s.keys {
+            keyed[usize::from(s.slot_of_key(k))] = true;
+        }
+        let holds = |slot: u16| keyed[usize::from(slot)];
+        for first in [0, 6, 7, 8, 262, 263, 264, 1023, 5461, 16383] {
+            for slot in (first..SLOT_COUNT)
+                .step_by(37)
+                .chain((0..s.keys).map(|k| s.slot_of_key(k)))
+            {
+                if slot < first {
+                    continue;
+                }
+                let walked =
+                    holds(slot).then(|| (first..slot).filter(|&x| holds(x)).count() as u32);
+                assert_eq!(
+                    s.key_rank(first, slot),
+                    walked,
+                    "first {first}, slot {slot}"
+                );
+            }
+        }
     }
 
     #[test]
