@@ -1,14 +1,18 @@
 //! The dashboard's SVG charts, drawn with plotters.
 
+use std::fmt::Write;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, SegmentValue};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::bars::{speedup, BAR_GROUP, SPEEDUP_BARS};
+use crate::bars::{speedup, BAR_GROUP, BAR_PEERS, ROUTE_OVERHEAD_NS, SPEEDUP_BARS};
 use crate::keys::{KeyKind, LENGTHS};
+use crate::tiers::{LONG_FROM, LONG_SPEEDUP, TAGGED_EXTRA_NS};
+use crate::trend::{trend, Line, Run};
 use crate::Record;
 
 /// The implementations of the `slot-*` groups, Zaris first.
@@ -42,7 +46,11 @@ pub const TREND_IDS: [&str; 6] = [
 ];
 
 const SIZE: (u32, u32) = (760, 440);
-const FONT: &str = "sans-serif";
+
+/// The charts' font family.
+pub const FONT: &str = "sans-serif";
+
+/// The lines' colours, in series order.
 const PALETTE: [RGBColor; 6] = [
     RGBColor(0x1f, 0x5f, 0xbf),
     RGBColor(0xd6, 0x5a, 0x1f),
@@ -52,6 +60,67 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(0xc0, 0x39, 0x2b),
 ];
 
+/// The colour of the `i`th series.
+#[must_use]
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Each colour the charts draw with and the one it becomes in dark mode:
+/// the page's colour scheme reaches an SVG shown as an `<img>` too, so
+/// every chart carries its own dark style (see [`themed`]).
+const DARK: [(&str, &str); 10] = [
+    ("#FFFFFF", "#161B22"),
+    ("#000000", "#E6EDF3"),
+    ("#1F5FBF", "#6EA8FE"),
+    ("#D65A1F", "#F0883E"),
+    ("#2A9D4A", "#56D364"),
+    ("#8E44AD", "#D2A8FF"),
+    ("#7F7F7F", "#9DA7B3"),
+    ("#C0392B", "#FF7B72"),
+    ("#0000FF", "#6EA8FE"),
+    ("#FF0000", "#FF7B72"),
+];
+
+/// `svg` (as plotters writes it) with the class `chart` on its root and a
+/// style that recolours it when the reader prefers dark.
+#[must_use]
+pub fn themed(svg: &str) -> String {
+    let Some(rest) = svg.strip_prefix("<svg ") else {
+        return svg.to_owned();
+    };
+    let Some(open_end) = rest.find('>') else {
+        return svg.to_owned();
+    };
+    let mut style = String::from("<style>@media (prefers-color-scheme: dark) {");
+    for (light, dark) in DARK {
+        let _ = write!(
+            style,
+            " .chart [fill=\"{light}\"] {{ fill: {dark} }} .chart [stroke=\"{light}\"] {{ stroke: {dark} }}"
+        );
+    }
+    style.push_str(" }</style>");
+    format!(
+        "<svg class=\"chart\" {}>\n{style}{}",
+        &rest[..open_end],
+        &rest[open_end + 1..]
+    )
+}
+
+/// The size to ask plotters for so that text shows `shown` pixels tall
+/// (its SVG backend writes sizes divided by 1.24).
+#[must_use]
+pub fn px(shown: f64) -> f64 {
+    shown * 1.24
+}
+
+/// About how wide `text` is at `shown` pixels in a sans-serif face (a
+/// little wide, so that what is laid out with it does not collide).
+#[must_use]
+pub fn text_width(text: &str, shown: f64) -> f64 {
+    text.chars().count() as f64 * shown * 0.62
+}
+
 /// A chart file written by [`render_all`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chart {
@@ -59,6 +128,23 @@ pub struct Chart {
     pub file: String,
     /// What it shows, for the page's `alt` text and heading.
     pub title: String,
+    /// The SVG itself where the page draws it inline (a chart over runs,
+    /// whose hover bands need it there); `None`: an `<img>` of the file.
+    pub inline: Option<String>,
+    /// Its size in pixels, width by height.
+    pub size: (u32, u32),
+}
+
+/// The size an SVG's root declares.
+fn declared_size(svg: &str) -> (u32, u32) {
+    let attr = |name: &str| {
+        let at = svg.find(&format!(" {name}=\""))? + name.len() + 3;
+        svg[at..].split('"').next()?.parse().ok()
+    };
+    (
+        attr("width").unwrap_or(SIZE.0),
+        attr("height").unwrap_or(SIZE.1),
+    )
 }
 
 /// Renders every chart for `history` (the last record is the latest run)
@@ -76,8 +162,15 @@ pub fn render_all(history: &[Record], out: &Path) -> Result<Vec<Chart>> {
     let mut write = |file: String, title: String, draw: &dyn Fn(&str) -> Result<String>| {
         let path: PathBuf = out.join(&file);
         let svg = draw(&title)?;
-        fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-        charts.push(Chart { file, title });
+        fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        let size = declared_size(&svg);
+        let inline = svg.contains("<g class=\"runs\">").then_some(svg);
+        charts.push(Chart {
+            file,
+            title,
+            inline,
+            size,
+        });
         Ok::<(), anyhow::Error>(())
     };
     for kind in KeyKind::ALL {
@@ -105,17 +198,22 @@ pub fn render_all(history: &[Record], out: &Path) -> Result<Vec<Chart>> {
     Ok(charts)
 }
 
-/// Draws into an SVG string.
-fn svg(
-    draw: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<()>,
-) -> Result<String> {
+/// A drawing area on an SVG page.
+pub type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Draws into a themed SVG string of `size`.
+///
+/// # Errors
+/// What `draw` returns.
+pub fn svg(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Result<()>) -> Result<String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-        draw(root)?;
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        draw(&root)?;
+        root.present().map_err(plot_err)?;
     }
-    Ok(out)
+    Ok(themed(&out))
 }
 
 /// A chart on an SVG page with coordinates `X` by `Y`.
@@ -123,22 +221,23 @@ type Chart2d<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>
 
 /// A titled chart with room for axis labels: what every chart here shares.
 fn frame<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
-    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    root: &'a Area<'b>,
     title: &str,
     x: X,
     y: Y,
 ) -> Result<Chart2d<'a, 'b, X::CoordDescType, Y::CoordDescType>> {
     ChartBuilder::on(root)
-        .caption(title, (FONT, 18))
+        .caption(title, (FONT, px(17.0)))
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(46)
+        .y_label_area_size(70)
         .build_cartesian_2d(x, y)
         .map_err(plot_err)
 }
 
 /// A log range that holds every value with some room, never empty.
-fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+#[must_use]
+pub fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values
         .filter(|v| v.is_finite() && *v > 0.0)
         .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -148,100 +247,260 @@ fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     lo / 1.5..hi * 1.5
 }
 
-fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+/// A plotters error as ours.
+pub fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing failed: {e}")
+}
+
+/// The labels' size on the charts, in pixels as shown.
+pub const LABEL_PX: f64 = 13.0;
+
+/// One entry of a legend: a line sample in `color` (dashed for a bar to
+/// meet) and its name.
+pub struct Key {
+    /// What the line is.
+    pub name: String,
+    /// Its colour.
+    pub color: RGBColor,
+    /// Drawn dashed (a bar to meet) rather than solid.
+    pub dashed: bool,
+}
+
+/// Where each legend entry goes in rows `width` wide from `left`:
+/// `(x, row)` per key.
+fn legend_layout(keys: &[Key], left: i32, width: i32) -> Vec<(i32, usize)> {
+    let (mut x, mut row) = (left, 0);
+    keys.iter()
+        .map(|key| {
+            let w = 30 + text_width(&key.name, LABEL_PX).ceil() as i32 + 22;
+            if x > left && x + w > left + width {
+                (x, row) = (left, row + 1);
+            }
+            let at = (x, row);
+            x += w;
+            at
+        })
+        .collect()
+}
+
+/// How tall the legend of `keys` is in `width` pixels.
+#[must_use]
+pub fn legend_height(keys: &[Key], width: i32) -> u32 {
+    let rows = legend_layout(keys, 0, width)
+        .last()
+        .map_or(1, |&(_, row)| row + 1);
+    8 + 20 * rows as u32
+}
+
+/// The legend, under a chart rather than over its points: rows of line
+/// samples and names, left-aligned at `left`.
+///
+/// # Errors
+/// Plotting failed.
+pub fn legend(area: &Area<'_>, keys: &[Key], left: i32) -> Result<()> {
+    let width = area.dim_in_pixel().0 as i32 - left - 16;
+    for (key, (x, row)) in keys.iter().zip(legend_layout(keys, left, width)) {
+        let y = 10 + 20 * row as i32;
+        let style = key.color.stroke_width(3);
+        if key.dashed {
+            for dash in [0, 9, 18] {
+                area.draw(&PathElement::new(
+                    vec![(x + dash, y), (x + dash + 5, y)],
+                    style,
+                ))
+                .map_err(plot_err)?;
+            }
+        } else {
+            area.draw(&PathElement::new(vec![(x, y), (x + 22, y)], style))
+                .map_err(plot_err)?;
+        }
+        area.draw(&Text::new(
+            key.name.clone(),
+            (x + 30, y),
+            (FONT, px(LABEL_PX))
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(plot_err)?;
+    }
+    Ok(())
 }
 
 fn slot_chart(record: &Record, kind: KeyKind, title: &str) -> Result<String> {
     let group = format!("slot-{}", kind.name());
-    let series: Vec<(&str, Vec<(f64, f64)>)> = SLOT_IMPLS
+    let series = SLOT_IMPLS
         .iter()
-        .map(|&imp| {
+        .enumerate()
+        .map(|(i, &imp)| {
             let points = LENGTHS
                 .iter()
                 .filter_map(|&len| {
                     Some((len as f64, record.median(&format!("{group}/{imp}/{len}"))?))
                 })
                 .collect();
-            (imp, points)
+            (imp.to_owned(), points, color(i))
         })
         .collect();
-    let series = series
-        .into_iter()
-        .enumerate()
-        .map(|(i, (imp, points))| (imp.to_owned(), points, PALETTE[i % PALETTE.len()]))
-        .collect();
-    by_length_chart(title, "ns per key", "", series, &[])
+    // Hash-tagged keys carry a bar of their own: at most 1 ns over an
+    // untagged key of the same length.
+    let bars = if kind == KeyKind::Tagged {
+        let ceiling = LENGTHS
+            .iter()
+            .filter_map(|&len| {
+                let untagged = record.median(&format!("slot-ascii/zaris/{len}"))?;
+                Some((len as f64, untagged + TAGGED_EXTRA_NS))
+            })
+            .collect();
+        vec![Threshold {
+            name: format!("bar for zaris: untagged + {TAGGED_EXTRA_NS} ns"),
+            points: ceiling,
+            color: color(0),
+            labels: false,
+        }]
+    } else {
+        Vec::new()
+    };
+    by_length_chart(title, "ns per key", "", series, &bars)
+}
+
+/// A bar drawn on a chart: a dashed line through the values it asks for,
+/// in the colour of what it is held against.
+struct Threshold {
+    /// The legend's words for it, naming whom it holds against.
+    name: String,
+    /// `(key length, value needed)`.
+    points: Vec<(f64, f64)>,
+    color: RGBColor,
+    /// Write the value needed beside each point.
+    labels: bool,
 }
 
 fn speedup_chart(record: &Record, title: &str) -> Result<String> {
-    let series: Vec<(&str, Vec<(f64, f64)>)> = SLOT_IMPLS[1..]
+    let series = SLOT_IMPLS[1..]
         .iter()
-        .map(|&peer| {
+        .enumerate()
+        .map(|(i, &peer)| {
             let points = LENGTHS
                 .iter()
                 .filter_map(|&len| Some((len as f64, speedup(record, BAR_GROUP, peer, len)?)))
                 .collect();
-            (peer, points)
+            (format!("vs {peer}"), points, color(i + 1))
         })
         .collect();
-    let bars: Vec<(f64, f64)> = SPEEDUP_BARS
+    let short: Vec<f64> = LENGTHS
         .iter()
-        .map(|&(len, x)| (len as f64, x))
+        .filter(|&&l| l < LONG_FROM)
+        .map(|&l| l as f64)
         .collect();
-    let series = series
-        .into_iter()
-        .enumerate()
-        .map(|(i, (peer, points))| {
-            (
-                format!("vs {peer}"),
-                points,
-                PALETTE[(i + 1) % PALETTE.len()],
-            )
-        })
+    let long: Vec<f64> = LENGTHS
+        .iter()
+        .filter(|&&l| l >= LONG_FROM)
+        .map(|&l| l as f64)
         .collect();
+    let bars = [
+        Threshold {
+            name: format!("bar vs {}", BAR_PEERS.join(" and ")),
+            points: SPEEDUP_BARS
+                .iter()
+                .map(|&(len, x)| (len as f64, x))
+                .collect(),
+            color: BLACK,
+            labels: true,
+        },
+        Threshold {
+            name: "bar vs crc-slice16 and crc-fast (no slower)".into(),
+            points: short.iter().map(|&l| (l, 1.0)).collect(),
+            color: color(4),
+            labels: false,
+        },
+        Threshold {
+            name: format!("bar vs crc-fast ({LONG_SPEEDUP}x)"),
+            points: long.iter().map(|&l| (l, LONG_SPEEDUP)).collect(),
+            color: color(5),
+            labels: false,
+        },
+    ];
     by_length_chart(title, "times faster than the peer", "x", series, &bars)
 }
 
 /// A named line of points, and its colour.
 type Series = (String, Vec<(f64, f64)>, RGBColor);
 
-/// A log-log chart against key length: a line per series, and `marks`
-/// (the bars to meet) as crosses.
+/// A log-log chart against key length: a line per series, and the bars
+/// to meet as dashed lines in the colour of the peer they hold against.
 fn by_length_chart(
     title: &str,
     y_desc: &str,
     y_unit: &str,
     series: Vec<Series>,
-    marks: &[(f64, f64)],
+    bars: &[Threshold],
 ) -> Result<String> {
-    let values = series.iter().flat_map(|(_, p, _)| p).chain(marks);
+    let values = series
+        .iter()
+        .flat_map(|(_, p, _)| p)
+        .chain(bars.iter().flat_map(|b| &b.points));
     let y = log_range(values.map(|&(_, y)| y));
-    svg(|root| {
-        let mut chart = frame(&root, title, (6f64..5500f64).log_scale(), y.log_scale())?;
+    let keys: Vec<Key> = series
+        .iter()
+        .map(|(name, _, color)| Key {
+            name: name.clone(),
+            color: *color,
+            dashed: false,
+        })
+        .chain(bars.iter().map(|bar| Key {
+            name: bar.name.clone(),
+            color: bar.color,
+            dashed: true,
+        }))
+        .collect();
+    let legend_h = legend_height(&keys, SIZE.0 as i32 - 90);
+    svg((SIZE.0, SIZE.1 + legend_h), |root| {
+        let (plot, legend_area) = root.split_vertically(SIZE.1);
+        let mut chart = frame(&plot, title, (6f64..5500f64).log_scale(), y.log_scale())?;
         chart
             .configure_mesh()
             .x_desc("key length (bytes)")
             .y_desc(y_desc)
+            .max_light_lines(4)
+            .label_style((FONT, px(LABEL_PX)))
+            .axis_desc_style((FONT, px(LABEL_PX)))
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y}{y_unit}"))
+            .y_label_formatter(&|y| format!("{}{y_unit}", crate::trend::compact(*y)))
             .draw()
             .map_err(plot_err)?;
-        for (name, points, color) in series {
-            line_with_points(&mut chart, &name, points, color)?;
+        for (_, points, color) in series {
+            line_with_points(&mut chart, points, color)?;
         }
-        if !marks.is_empty() {
+        for bar in bars {
+            let style = bar.color.stroke_width(2);
+            for pair in bar.points.windows(2) {
+                chart
+                    .draw_series(DashedLineSeries::new(pair.iter().copied(), 6, 4, style))
+                    .map_err(plot_err)?;
+            }
             chart
-                .draw_series(
-                    marks
-                        .iter()
-                        .map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))),
-                )
-                .map_err(plot_err)?
-                .label("the bar to meet")
-                .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+                .draw_series(bar.points.iter().map(|&p| Cross::new(p, 6, style)))
+                .map_err(plot_err)?;
+            if bar.labels {
+                // The factor needed, right of its mark and below it, where
+                // the lines above it do not run.
+                let base = plot.get_base_pixel();
+                for &(x, v) in &bar.points {
+                    let (px_, py) = chart.backend_coord(&(x, v));
+                    plot.draw(&Text::new(
+                        format!("≥{v}x"),
+                        (px_ - base.0 + 8, py - base.1 + 4),
+                        (FONT, px(12.0))
+                            .into_font()
+                            .color(&BLACK)
+                            .pos(Pos::new(HPos::Left, VPos::Top)),
+                    ))
+                    .map_err(plot_err)?;
+                }
+            }
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        legend(&legend_area, &keys, 70)
     })
 }
 
@@ -250,136 +509,160 @@ fn route_chart(record: &Record, title: &str) -> Result<String> {
         .iter()
         .map(|&imp| (imp, record.median(&format!("route/{imp}")).unwrap_or(0.0)))
         .collect();
-    let top = values.iter().map(|&(_, v)| v).fold(1.0, f64::max) * 1.2;
+    // The bar: the table's lookup at most ROUTE_OVERHEAD_NS over the slot.
+    let bar = values
+        .iter()
+        .find(|(imp, _)| *imp == "slot_for_key")
+        .map(|&(_, slot)| slot + ROUTE_OVERHEAD_NS);
+    let top = values
+        .iter()
+        .map(|&(_, v)| v)
+        .chain(bar)
+        .fold(1.0, f64::max)
+        * 1.2;
     let n = values.len() as u32;
-    svg(|root| {
-        let mut chart = frame(&root, title, (0..n).into_segmented(), 0f64..top)?;
+    let keys = [
+        Key {
+            name: "Zaris".into(),
+            color: color(0),
+            dashed: false,
+        },
+        Key {
+            name: "a peer's lookup".into(),
+            color: color(4),
+            dashed: false,
+        },
+        Key {
+            name: format!("bar for zaris-table: slot_for_key + {ROUTE_OVERHEAD_NS} ns"),
+            color: BLACK,
+            dashed: true,
+        },
+    ];
+    let legend_h = legend_height(&keys, SIZE.0 as i32 - 90);
+    svg((SIZE.0, SIZE.1 + legend_h), |root| {
+        let (plot, legend_area) = root.split_vertically(SIZE.1);
+        let root = &plot;
+        let mut chart = frame(root, title, (0..n - 1).into_segmented(), 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .y_desc("ns per key")
+            .label_style((FONT, px(LABEL_PX)))
+            .axis_desc_style((FONT, px(LABEL_PX)))
             .x_labels(values.len())
-            .x_label_formatter(&|seg| match seg {
-                SegmentValue::CenterOf(i) => values
-                    .get(*i as usize)
-                    .map_or_else(String::new, |v| v.0.to_owned()),
-                _ => String::new(),
-            })
+            .x_label_formatter(&|_| String::new())
+            .y_label_formatter(&|y| crate::trend::compact(*y))
             .draw()
             .map_err(plot_err)?;
+        // Each name under its bar, on two lines where it has a `/` (the
+        // longest do not fit one bar's width).
+        let (_, ys) = chart.plotting_area().get_pixel_range();
+        for (i, &(imp, _)) in values.iter().enumerate() {
+            let (x, _) = chart.backend_coord(&(SegmentValue::CenterOf(i as u32), 0.0));
+            let (first, rest) = imp
+                .split_once('/')
+                .map_or((imp, None), |(a, b)| (a, Some(b)));
+            for (line, text) in std::iter::once(first.to_owned())
+                .chain(rest.map(|r| format!("/{r}")))
+                .enumerate()
+            {
+                root.draw(&Text::new(
+                    text,
+                    (x, ys.end + 6 + 16 * line as i32),
+                    (FONT, px(LABEL_PX))
+                        .into_font()
+                        .color(&BLACK)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ))
+                .map_err(plot_err)?;
+            }
+        }
         chart
             .draw_series(values.iter().enumerate().map(|(i, &(imp, v))| {
                 let i = i as u32;
-                let color = if imp.starts_with("zaris") || imp == "slot_for_key" {
-                    PALETTE[0]
-                } else {
-                    PALETTE[4]
-                };
+                let zaris = imp.starts_with("zaris") || imp == "slot_for_key";
                 let mut bar = Rectangle::new(
                     [
                         (SegmentValue::Exact(i), 0.0),
                         (SegmentValue::Exact(i + 1), v),
                     ],
-                    color.filled(),
+                    color(if zaris { 0 } else { 4 }).filled(),
                 );
                 bar.set_margin(0, 0, 12, 12);
                 bar
             }))
             .map_err(plot_err)?;
-        chart
-            .draw_series(values.iter().enumerate().map(|(i, &(_, v))| {
-                Text::new(
-                    format!("{v:.1}"),
-                    (SegmentValue::CenterOf(i as u32), v * 1.02 + top * 0.02),
-                    (FONT, 14),
-                )
-            }))
+        // Each value inside the top of its bar, where no bar line can run
+        // through it; above the bar when the bar is too short to hold it.
+        let (_, zero) = chart.backend_coord(&(SegmentValue::CenterOf(0), 0.0));
+        for (i, &(_, v)) in values.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i as u32), v));
+            let (at, anchor, ink) = if zero - y >= 26 {
+                (y + 5, VPos::Top, WHITE)
+            } else {
+                (y - 4, VPos::Bottom, BLACK)
+            };
+            root.draw(&Text::new(
+                format!("{v:.1}"),
+                (x, at),
+                (FONT, px(LABEL_PX))
+                    .into_font()
+                    .color(&ink)
+                    .pos(Pos::new(HPos::Center, anchor)),
+            ))
             .map_err(plot_err)?;
-        Ok(())
+        }
+        if let (Some(bar), Some(table)) = (
+            bar,
+            values.iter().position(|(imp, _)| *imp == "zaris-table"),
+        ) {
+            let i = table as u32;
+            let style = BLACK.stroke_width(2);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [
+                        (SegmentValue::Exact(i), bar),
+                        (SegmentValue::Exact(i + 1), bar),
+                    ],
+                    6,
+                    4,
+                    style,
+                ))
+                .map_err(plot_err)?;
+        }
+        legend(&legend_area, &keys, 70)
     })
 }
 
 fn trend_chart(history: &[Record], title: &str) -> Result<String> {
-    let series: Vec<(String, Vec<(f64, f64)>)> = TREND_IDS
+    let runs: Vec<Run<'_>> = history
         .iter()
-        .map(|&id| {
-            let points = history
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| Some(((i + 1) as f64, r.median(id)?)))
-                .collect();
-            (id.to_owned(), points)
+        .map(|r| Run {
+            commit: &r.commit,
+            date: &r.date,
         })
         .collect();
-    let commits: Vec<&str> = history.iter().map(Record::short_commit).collect();
-    trend(title, "median ns", &commits, &series)
+    let lines: Vec<Line> = TREND_IDS
+        .iter()
+        .map(|&id| Line {
+            name: id.to_owned(),
+            values: history.iter().map(|r| r.median(id)).collect(),
+        })
+        .collect();
+    trend(title, "median ns", &runs, &lines)
 }
 
-/// A chart of `series` over recorded runs (x: run number from 1, labelled
-/// with `commits`), on a log scale labelled `y_desc`.
-///
-/// # Errors
-/// Plotting failed.
-pub fn trend(
-    title: &str,
-    y_desc: &str,
-    commits: &[&str],
-    series: &[(String, Vec<(f64, f64)>)],
-) -> Result<String> {
-    let runs = commits.len();
-    let y = log_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)));
-    // Empty runs to the right keep the legend off the latest points.
-    let legend_room = (runs as f64 * 0.4).max(1.0);
-    svg(|root| {
-        let mut chart = frame(
-            &root,
-            title,
-            0.5f64..runs as f64 + 0.5 + legend_room,
-            y.log_scale(),
-        )?;
-        chart
-            .configure_mesh()
-            .x_desc("recorded run (commit)")
-            .y_desc(y_desc)
-            .x_labels((runs + legend_room.ceil() as usize + 1).min(24))
-            .x_label_formatter(&|x| {
-                // Label whole run numbers only, with their commit.
-                let run = x.round();
-                let whole = (x - run).abs() < 1e-6 && run >= 1.0;
-                let commit = whole.then(|| commits.get(run as usize - 1)).flatten();
-                commit.map_or_else(String::new, |c| (*c).to_owned())
-            })
-            .y_label_formatter(&|y| format!("{y}"))
-            .draw()
-            .map_err(plot_err)?;
-        // A series with no points (a client a scenario does not run) is
-        // left out of the legend; the others keep their colours.
-        for (i, (id, points)) in series.iter().enumerate() {
-            if !points.is_empty() {
-                line_with_points(&mut chart, id, points.clone(), PALETTE[i % PALETTE.len()])?;
-            }
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperRight)
-    })
-}
-
-fn line_with_points<X>(
-    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, LogCoord<f64>>>,
-    name: &str,
+fn line_with_points(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>,
     points: Vec<(f64, f64)>,
     color: RGBColor,
-) -> Result<()>
-where
-    X: Ranged<ValueType = f64>,
-{
+) -> Result<()> {
     chart
         .draw_series(LineSeries::new(
             points.iter().copied(),
             color.stroke_width(2),
         ))
-        .map_err(plot_err)?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        .map_err(plot_err)?;
     chart
         .draw_series(
             points
@@ -388,20 +671,6 @@ where
         )
         .map_err(plot_err)?;
     Ok(())
-}
-
-fn legend<'a, 'b: 'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
-    position: SeriesLabelPosition,
-) -> Result<()> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, 13))
-        .draw()
-        .map_err(plot_err)
 }
 
 #[cfg(test)]
@@ -479,8 +748,29 @@ mod tests {
         );
         let route = fs::read_to_string(dir.path().join("route.svg")).unwrap();
         assert!(
-            route.contains("btreemap/100") && route.contains("8.0"),
+            route.contains("\nbtreemap\n") && route.contains("\n/100\n") && route.contains("8.0"),
             "bars are named and valued"
+        );
+        assert!(
+            route.contains("bar for zaris-table: slot_for_key + 2 ns"),
+            "the route bar is drawn"
+        );
+        let speedup = fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
+        for bar in [
+            "bar vs crc16 and redis-protocol",
+            "bar vs crc-slice16 and crc-fast (no slower)",
+            "bar vs crc-fast (1.5x)",
+            "≥20x",
+        ] {
+            assert!(speedup.contains(bar), "{bar}");
+        }
+        assert!(fs::read_to_string(dir.path().join("slot-tagged.svg"))
+            .unwrap()
+            .contains("bar for zaris: untagged + 1 ns"));
+        assert!(
+            speedup.contains("<svg class=\"chart\" ")
+                && speedup.contains("prefers-color-scheme: dark"),
+            "every chart carries its dark style"
         );
     }
 

@@ -5,6 +5,7 @@
 //! calls, context switches and user-space instructions per operation for
 //! each client, at each concurrency and pipeline size.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -12,8 +13,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::charts::trend;
 use crate::page::{escape, start};
+use crate::trend::{self, Line, Panel, Run, RUNS_SHOWN};
 
 /// The clients, in chart order: Zaris, Zaris through redis-rs's API
 /// ([`COMPAT`]), then the peers.
@@ -151,37 +152,127 @@ pub fn append(path: &Path, run: &ClientRun) -> Result<()> {
 /// A count of a row, where the run has it.
 type Metric = fn(&ClientRow) -> Option<f64>;
 
-/// The counts the page sets Zaris against its best peer in, lower better.
-const COUNTS: [(&str, Metric); 3] = [
-    ("CPU", |r| Some(r.cpu_us_per_op)),
-    ("syscalls", |r| r.syscalls_per_op),
-    ("instructions", |r| r.instructions_per_op),
-];
-
-/// `client` (Zaris, or Zaris through redis-rs's API) over the best peer
-/// (the lowest) in each count of `scenario`, e.g. `CPU 0.62x, syscalls
-/// 1.00x, instructions 0.45x`.
-fn versus_best_peer(run: &ClientRun, scenario: &str, client: &str) -> String {
-    let Some(zaris) = run.row(scenario, client) else {
-        return String::new();
-    };
-    COUNTS
-        .iter()
-        .filter_map(|(name, metric)| {
-            let ours = metric(zaris)?;
-            let best = PEERS
-                .iter()
-                .filter_map(|c| metric(run.row(scenario, c)?))
-                .filter(|v| *v > 0.0)
-                .fold(f64::INFINITY, f64::min);
-            best.is_finite()
-                .then(|| format!("{name} {:.2}x", ours / best))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+/// One count the page judges Zaris by against its best peer: its name,
+/// how to read it from a row, the most Zaris may take over the best peer
+/// (cost counts; lower is better) and why that much.
+struct Judged {
+    name: &'static str,
+    metric: Metric,
+    most: f64,
 }
 
-/// A scenario's name as a file name part.
+/// The client's bars: in every scenario, no more CPU, system calls or
+/// user-space instructions per operation than the best peer. CPU time and
+/// system calls move with timing from run to run (how many writes a flush
+/// gathers), so they get 10% and 5%; instructions under callgrind do not.
+const JUDGED: [Judged; 3] = [
+    Judged {
+        name: "CPU",
+        metric: |r| Some(r.cpu_us_per_op),
+        most: 1.10,
+    },
+    Judged {
+        name: "syscalls",
+        metric: |r| r.syscalls_per_op,
+        most: 1.05,
+    },
+    Judged {
+        name: "instructions",
+        metric: |r| r.instructions_per_op,
+        most: 1.00,
+    },
+];
+
+/// Every column of the latest run's table: header, how to read it, the
+/// digits shown, and whether more is better.
+const COLUMNS: [(&str, Metric, usize, bool); 12] = [
+    ("ops/s", |r| Some(r.ops_per_sec), 0, true),
+    ("CPU µs/op", |r| Some(r.cpu_us_per_op), 2, false),
+    ("user", |r| Some(r.user_us_per_op), 2, false),
+    ("system", |r| Some(r.system_us_per_op), 2, false),
+    ("syscalls", |r| r.syscalls_per_op, 2, false),
+    ("send", |r| r.sends_per_op, 2, false),
+    ("recv", |r| r.recvs_per_op, 2, false),
+    ("epoll", |r| r.epoll_waits_per_op, 2, false),
+    ("futex", |r| r.futexes_per_op, 2, false),
+    ("switches", |r| r.switches_per_op, 2, false),
+    ("woken", |r| r.wakeups_per_op, 2, false),
+    ("instructions", |r| r.instructions_per_op, 0, false),
+];
+
+/// The best peer's value of `metric` in `scenario` (the lowest, or the
+/// highest where more is better), and who it is.
+fn best_peer(
+    run: &ClientRun,
+    scenario: &str,
+    metric: Metric,
+    more_is_better: bool,
+) -> Option<(f64, &'static str)> {
+    PEERS
+        .iter()
+        .filter_map(|&c| Some((metric(run.row(scenario, c)?)?, c)))
+        .filter(|(v, _)| *v > 0.0)
+        .reduce(|a, b| {
+            let better = if more_is_better { b.0 > a.0 } else { b.0 < a.0 };
+            if better {
+                b
+            } else {
+                a
+            }
+        })
+}
+
+/// The latest run's table flags a Zaris figure worse than the best peer's
+/// by more than this factor (run-to-run noise is about this size).
+const WORSE_BY: f64 = 1.02;
+
+/// One verdict: `client` in `scenario` on each judged count.
+struct Verdict<'a> {
+    scenario: &'a str,
+    client: &'static str,
+    /// Zaris over the best peer in ops/s (more is better; not a bar).
+    throughput: Option<f64>,
+    /// Per judged count: Zaris over the best peer, and who that is.
+    ratios: Vec<Option<(f64, &'static str)>>,
+}
+
+impl Verdict<'_> {
+    /// The judged counts this row misses.
+    fn missed(&self) -> Vec<&'static str> {
+        JUDGED
+            .iter()
+            .zip(&self.ratios)
+            .filter(|(j, r)| r.is_some_and(|(r, _)| r > j.most))
+            .map(|(j, _)| j.name)
+            .collect()
+    }
+}
+
+/// Zaris (and Zaris through redis-rs's API) against the best peer in each
+/// scenario of `run`.
+fn verdicts(run: &ClientRun) -> Vec<Verdict<'_>> {
+    let mut out = Vec::new();
+    for scenario in run.scenarios() {
+        for client in [CLIENTS[0], COMPAT] {
+            let Some(row) = run.row(scenario, client) else {
+                continue;
+            };
+            let ratio = |metric: Metric, more: bool| {
+                let (best, who) = best_peer(run, scenario, metric, more)?;
+                Some((metric(row)? / best, who))
+            };
+            out.push(Verdict {
+                scenario,
+                client,
+                throughput: ratio(|r| Some(r.ops_per_sec), true).map(|(r, _)| r),
+                ratios: JUDGED.iter().map(|j| ratio(j.metric, false)).collect(),
+            });
+        }
+    }
+    out
+}
+
+/// A scenario's name as an id.
 fn slug(scenario: &str) -> String {
     scenario
         .chars()
@@ -193,25 +284,24 @@ fn slug(scenario: &str) -> String {
         .join("-")
 }
 
-/// The client page for `runs` (oldest first), its charts written into
-/// `out`: the latest run's table, then per scenario ops/s and CPU per
-/// operation over the recorded runs, one line per client.
+const INTRO: &str = "<header>\n<h1>Client benchmark</h1>\n<p>Zaris's client against fred and \
+    redis-rs on one local 3+3 cluster (<code>just bench-client</code>), at 1, 16 and 256 \
+    concurrent tasks and pipelines of 100 and 1,000, recorded per commit. Throughput on this \
+    machine is bound by the servers sharing its cores, so Zaris is judged by what each operation \
+    costs the client: CPU time, system calls and user-space instructions. \
+    <a href=\"index.html\">Routing benchmarks</a> · \
+    <a href=\"reliability.html\">Reliability: the nemesis soak</a> · \
+    <a href=\"../index.html\">the playground</a>.</p>\n</header>\n";
+
+/// The client page for `runs` (oldest first): the verdicts on the latest
+/// run first, then its every count, then each scenario's counts per commit
+/// (drawn inline, so that hovering a run shows its commit and date).
 ///
 /// # Errors
-/// A chart that cannot be drawn or written.
-pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
+/// A chart that cannot be drawn.
+pub fn render(runs: &[ClientRun]) -> Result<String> {
     let mut html = start("Zaris client benchmark: Zaris, fred and redis-rs per commit");
-    html.push_str(
-        "<header>\n<h1>Client benchmark</h1>\n<p>Zaris's client against fred and redis-rs on one \
-         local 3+3 cluster (<code>just bench-client</code>): operations a second and the client's \
-         own cost per operation: CPU time (user + system, <code>getrusage</code> of the client \
-         process), and the counts noise cannot move (system calls, context switches, user-space \
-         instructions), at 1, 16 and 256 concurrent tasks and pipelines of 100 and 1,000, recorded per commit. \
-         Throughput on this machine is bound by the servers sharing its cores: judge by the cost per \
-         operation. <a href=\"index.html\">Routing benchmarks</a> · \
-         <a href=\"reliability.html\">Reliability: the nemesis soak</a> · \
-         <a href=\"../index.html\">the playground</a>.</p>\n</header>\n",
-    );
+    html.push_str(INTRO);
     let Some(latest) = runs.last() else {
         html.push_str(
             "<p id=\"no-runs\">No client run is recorded yet: <code>just bench-client</code> records one.</p>\n\
@@ -219,114 +309,244 @@ pub fn render(runs: &[ClientRun], out: &Path) -> Result<String> {
         );
         return Ok(html);
     };
-    let _ = std::fmt::Write::write_fmt(
-        &mut html,
-        format_args!(
-            "<h2>Latest run</h2>\n<p id=\"client-machine\">Commit {}, {}, {} ({} logical CPUs), {}.</p>\n",
-            escape(&latest.commit),
-            escape(&latest.date),
-            escape(&latest.cpu),
-            latest.cpus,
-            escape(&latest.server)
-        ),
+    contents(&mut html, latest);
+    verdict_section(&mut html, latest);
+    latest_section(&mut html, latest);
+    let _ = writeln!(
+        html,
+        "<h2 id=\"per-commit\">Per commit</h2>\n<p>Each scenario's counts over the last {RUNS_SHOWN} \
+         recorded runs, one line per client; hover a run for its commit, date and values.</p>"
     );
+    let axis: Vec<Run<'_>> = runs
+        .iter()
+        .map(|r| Run {
+            commit: &r.commit,
+            date: &r.date,
+        })
+        .collect();
+    for scenario in latest.scenarios() {
+        let metrics: [(&str, Metric); 6] = [
+            ("ops/s", |r| Some(r.ops_per_sec)),
+            ("client CPU µs/op", |r| Some(r.cpu_us_per_op)),
+            ("system calls per op", |r| r.syscalls_per_op),
+            ("context switches per op", |r| r.switches_per_op),
+            ("sleeping threads woken per op", |r| r.wakeups_per_op),
+            ("user-space instructions per op", |r| r.instructions_per_op),
+        ];
+        let panels: Vec<Panel> = metrics
+            .iter()
+            .map(|&(title, metric)| Panel {
+                title: title.to_owned(),
+                lines: CLIENTS
+                    .iter()
+                    .map(|&client| Line {
+                        name: client.to_owned(),
+                        values: runs
+                            .iter()
+                            .map(|run| metric(run.row(scenario, client)?))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let title = format!("{scenario}: each client's counts per commit");
+        let svg = trend::panels(&title, &axis, &panels)?;
+        let _ = writeln!(
+            html,
+            "<h3 id=\"s-{}\">{}</h3>\n<figure>{}</figure>",
+            slug(scenario),
+            escape(scenario),
+            inline(&svg, &title),
+        );
+    }
+    html.push_str("</main>\n</body>\n</html>\n");
+    Ok(html)
+}
+
+/// The table of contents.
+fn contents(html: &mut String, latest: &ClientRun) {
     html.push_str(
-        "<p>Per operation: CPU time (this process's <code>getrusage</code>, in runs with no \
+        "<nav aria-label=\"Contents\" class=\"toc\"><h2>Contents</h2><ol>\
+         <li><a href=\"#verdicts\">Verdicts: Zaris against the best peer</a></li>\
+         <li><a href=\"#latest\">Every count of the latest run</a></li>\
+         <li><a href=\"#per-commit\">Per commit</a><ol>",
+    );
+    for scenario in latest.scenarios() {
+        let _ = write!(
+            html,
+            "<li><a href=\"#s-{}\">{}</a></li>",
+            slug(scenario),
+            escape(scenario)
+        );
+    }
+    html.push_str("</ol></li></ol></nav>\n");
+}
+
+fn verdict_section(html: &mut String, latest: &ClientRun) {
+    let verdicts = verdicts(latest);
+    let judged = verdicts.len() * JUDGED.len();
+    let missed: Vec<String> = verdicts
+        .iter()
+        .flat_map(|v| {
+            v.missed()
+                .into_iter()
+                .map(move |m| format!("{} at {} ({})", m, v.scenario, v.client))
+        })
+        .collect();
+    let _ = writeln!(
+        html,
+        "<h2 id=\"verdicts\">Verdicts</h2>\n<p id=\"client-machine\">The latest run: commit {}, {}, {} ({} logical CPUs), {}.</p>",
+        escape(&latest.commit),
+        escape(&latest.date),
+        escape(&latest.cpu),
+        latest.cpus,
+        escape(&latest.server)
+    );
+    if missed.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict met\" id=\"verdict\">All {judged} bars are met: in every scenario Zaris costs no more per operation than the best peer.</p>"
+        );
+    } else {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict missed\" id=\"verdict\">{} of {judged} bars are NOT met: {}.</p>",
+            missed.len(),
+            escape(&missed.join("; "))
+        );
+    }
+    let heads: Vec<String> = JUDGED
+        .iter()
+        .map(|j| format!("<th>{} <small>(bar ≤ {:.2}x)</small></th>", j.name, j.most))
+        .collect();
+    let _ = writeln!(
+        html,
+        "<p>Each figure is Zaris over the best peer in that scenario: the lower of fred's and \
+         redis-rs's cost per operation (their higher ops/s), so below 1.00x Zaris costs less. \
+         The bars leave CPU time 10% and system calls 5% for noise between runs; instructions \
+         under callgrind get none. A figure over its bar is marked <span class=\"worse\">▲</span>.</p>\n\
+         <table id=\"client-verdicts\" class=\"stack\"><thead><tr><th>scenario</th><th>client</th>\
+         <th>ops/s <small>(not a bar)</small></th>{}<th>verdict</th></tr></thead><tbody>",
+        heads.join("")
+    );
+    for v in &verdicts {
+        let _ = write!(
+            html,
+            "<tr><td data-label=\"scenario\">{}</td><td data-label=\"client\">{}</td><td data-label=\"ops/s\">{}</td>",
+            escape(v.scenario),
+            escape(v.client),
+            v.throughput.map_or_else(|| "–".to_owned(), |r| format!("{r:.2}x"))
+        );
+        for (j, ratio) in JUDGED.iter().zip(&v.ratios) {
+            match ratio {
+                Some((r, who)) if *r > j.most => {
+                    let _ = write!(
+                        html,
+                        "<td data-label=\"{0}\" class=\"worse\" title=\"over its bar: {r:.2}x {who}\">▲ {r:.2}x <small>vs {who}</small></td>",
+                        j.name
+                    );
+                }
+                Some((r, who)) => {
+                    let _ = write!(
+                        html,
+                        "<td data-label=\"{}\">{r:.2}x <small>vs {who}</small></td>",
+                        j.name
+                    );
+                }
+                None => {
+                    let _ = write!(html, "<td data-label=\"{}\">–</td>", j.name);
+                }
+            }
+        }
+        let missed = v.missed();
+        if missed.is_empty() {
+            html.push_str("<td data-label=\"verdict\" class=\"met\">met</td></tr>\n");
+        } else {
+            let _ = writeln!(
+                html,
+                "<td data-label=\"verdict\" class=\"missed\">NOT met <small>({})</small></td></tr>",
+                missed.join(", ")
+            );
+        }
+    }
+    html.push_str("</tbody></table>\n");
+}
+
+fn latest_section(html: &mut String, latest: &ClientRun) {
+    html.push_str(
+        "<h2 id=\"latest\">Every count of the latest run</h2>\n\
+         <p>Per operation: CPU time (this process's <code>getrusage</code>, in runs with no \
          tracepoint attached), system calls by kind (kernel tracepoints, in a run of their own: \
          they cost the kernel time per call; send = <code>sendto</code>/<code>write</code>/<code>writev</code>, \
          recv = <code>recvfrom</code>/<code>read</code>, epoll = <code>epoll_wait</code>), context \
          switches, the sleeping threads the client woke (the servers' and its own: the \
          scheduler's <code>sched_waking</code> tracepoint, in the same run; at 16 tasks these, \
-         not the number of calls, set the system time), and user-space instructions under callgrind (one current-thread runtime, \
-         warm-up left out). The last column is Zaris (and Zaris through redis-rs's API) over the best peer in each count.</p>\n\
-         <div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"latest client run\">\
-         <table id=\"client-latest\"><tr><th>scenario</th><th>client</th><th>ops/s</th>\
-         <th>CPU µs/op</th><th>user</th><th>system</th><th>syscalls</th><th>send</th><th>recv</th>\
-         <th>epoll</th><th>futex</th><th>switches</th><th>woken</th><th>instructions</th><th>vs best peer</th></tr>\n",
+         not the number of calls, set the system time), and user-space instructions under callgrind \
+         (one current-thread runtime, warm-up left out). A Zaris figure more than 2% worse than \
+         the best peer's is marked: <span class=\"worse\">▲</span> a higher cost, \
+         <span class=\"worse\">▼</span> fewer operations a second.</p>\n\
+         <table id=\"client-latest\" class=\"stack\"><thead><tr><th>scenario</th><th>client</th>",
     );
-    let cell = |value: Option<f64>, digits: usize| {
-        value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
-    };
+    for (name, ..) in COLUMNS {
+        let _ = write!(html, "<th>{name}</th>");
+    }
+    html.push_str("</tr></thead><tbody>\n");
     for scenario in latest.scenarios() {
         for client in CLIENTS {
             let Some(row) = latest.row(scenario, client) else {
                 continue;
             };
-            let versus = if PEERS.contains(&client) {
-                String::new()
-            } else {
-                versus_best_peer(latest, scenario, client)
-            };
-            let _ = std::fmt::Write::write_fmt(
-                &mut html,
-                format_args!(
-                    "<tr><td>{}</td><td>{client}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{versus}</td></tr>\n",
-                    escape(scenario),
-                    row.ops_per_sec,
-                    row.cpu_us_per_op,
-                    row.user_us_per_op,
-                    row.system_us_per_op,
-                    cell(row.syscalls_per_op, 2),
-                    cell(row.sends_per_op, 2),
-                    cell(row.recvs_per_op, 2),
-                    cell(row.epoll_waits_per_op, 2),
-                    cell(row.futexes_per_op, 2),
-                    cell(row.switches_per_op, 2),
-                    cell(row.wakeups_per_op, 2),
-                    cell(row.instructions_per_op, 0),
-                ),
+            let _ = write!(
+                html,
+                "<tr><td data-label=\"scenario\">{}</td><td data-label=\"client\">{client}</td>",
+                escape(scenario)
             );
+            for (name, metric, digits, more) in COLUMNS {
+                let Some(value) = metric(row) else {
+                    let _ = write!(html, "<td data-label=\"{name}\">–</td>");
+                    continue;
+                };
+                let shown = format!("{value:.digits$}");
+                // Worse than the best peer by more than noise, and as shown.
+                let worse = (!PEERS.contains(&client))
+                    .then(|| best_peer(latest, scenario, metric, more))
+                    .flatten()
+                    .filter(|&(best, _)| {
+                        let shown_best: f64 = format!("{best:.digits$}").parse().unwrap_or(best);
+                        let ours: f64 = shown.parse().unwrap_or(value);
+                        if more {
+                            ours < shown_best && value < best / WORSE_BY
+                        } else {
+                            ours > shown_best && value > best * WORSE_BY
+                        }
+                    });
+                match worse {
+                    Some((best, who)) => {
+                        let mark = if more { '▼' } else { '▲' };
+                        let _ = write!(
+                            html,
+                            "<td data-label=\"{name}\" class=\"worse\" title=\"worse than {who}: {best:.digits$}\">{mark} {shown}</td>"
+                        );
+                    }
+                    None => {
+                        let _ = write!(html, "<td data-label=\"{name}\">{shown}</td>");
+                    }
+                }
+            }
+            html.push_str("</tr>\n");
         }
     }
-    html.push_str("</table></div>\n<h2>Per commit</h2>\n");
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let commits: Vec<&str> = runs.iter().map(ClientRun::short_commit).collect();
-    for scenario in latest.scenarios() {
-        let metrics: [(&str, &str, Metric); 6] = [
-            ("ops", "ops/s", |r| Some(r.ops_per_sec)),
-            ("cpu", "client CPU µs/op", |r| Some(r.cpu_us_per_op)),
-            ("syscalls", "system calls per op", |r| r.syscalls_per_op),
-            ("switches", "context switches per op", |r| r.switches_per_op),
-            ("woken", "sleeping threads woken per op", |r| {
-                r.wakeups_per_op
-            }),
-            ("instructions", "user-space instructions per op", |r| {
-                r.instructions_per_op
-            }),
-        ];
-        for (part, label, metric) in metrics {
-            let series: Vec<(String, Vec<(f64, f64)>)> = CLIENTS
-                .iter()
-                .map(|&client| {
-                    let points = runs
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, run)| {
-                            Some(((i + 1) as f64, metric(run.row(scenario, client)?)?))
-                        })
-                        .filter(|&(_, y)| y > 0.0)
-                        .collect();
-                    (client.to_owned(), points)
-                })
-                .collect();
-            let file = format!("client-{}-{part}.svg", slug(scenario));
-            let title = format!("{scenario}: {label}");
-            let svg = trend(&title, label, &commits, &series)?;
-            let path = out.join(&file);
-            fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-            let _ = std::fmt::Write::write_fmt(
-                &mut html,
-                format_args!(
-                    "<figure><img src=\"{file}\" alt=\"{}\" width=\"760\" height=\"440\"><figcaption>{}</figcaption></figure>\n",
-                    escape(&title),
-                    escape(&title)
-                ),
-            );
-        }
-    }
-    html.push_str("</main>\n</body>\n</html>\n");
-    Ok(html)
+    html.push_str("</tbody></table>\n");
+}
+
+/// A chart's SVG ready to sit inline in the page: an image with a name.
+#[must_use]
+pub fn inline(svg: &str, label: &str) -> String {
+    svg.replacen(
+        "<svg ",
+        &format!("<svg role=\"img\" aria-label=\"{}\" ", escape(label)),
+        1,
+    )
 }
 
 #[cfg(test)]
@@ -361,7 +581,7 @@ mod tests {
                 row("1 task", "fred", 17.5),
                 row("1 task", "redis-rs", 20.0),
                 row("pipelines 100 x 1", "zaris", 1.0),
-                row("pipelines 100 x 1", "redis-rs", 0.99),
+                row("pipelines 100 x 1", "redis-rs", 0.9),
             ],
         }
     }
@@ -378,33 +598,50 @@ mod tests {
         let runs = load(&history).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[1].scenarios(), ["1 task", "pipelines 100 x 1"]);
-        let html = render(&runs, &dir).unwrap();
-        assert!(html.contains("<td>1 task</td><td>zaris</td><td>83333</td><td>12.00</td>"));
+        let html = render(&runs).unwrap();
+        assert!(html.contains(
+            r#"<td data-label="scenario">1 task</td><td data-label="client">zaris</td><td data-label="ops/s">83333</td><td data-label="CPU µs/op">12.00</td>"#
+        ));
+        // 12 over fred's 17.5; 3 syscalls over 4; 12,000 instructions over 17,500.
+        assert!(html.contains(
+            r#"<td data-label="CPU">0.69x <small>vs fred</small></td><td data-label="syscalls">0.75x <small>vs fred</small></td><td data-label="instructions">0.69x <small>vs fred</small></td><td data-label="verdict" class="met">met</td>"#
+        ), "{html}");
+        // 1.0 µs over redis-rs's 0.9 misses the CPU bar (1.10x), and 1,000
+        // instructions over 900 miss theirs; 3 syscalls over 4 do not.
+        assert!(html.contains(
+            r#"<td data-label="instructions" class="worse" title="over its bar: 1.11x redis-rs">▲ 1.11x <small>vs redis-rs</small></td><td data-label="verdict" class="missed">NOT met <small>(CPU, instructions)</small></td>"#
+        ), "{html}");
+        assert!(html.contains(
+            r#"<p class="verdict missed" id="verdict">2 of 6 bars are NOT met: CPU at pipelines 100 x 1 (zaris); instructions at pipelines 100 x 1 (zaris).</p>"#
+        ));
+        // The detail table flags Zaris's figures worse by more than 2%: a
+        // cost up, throughput down; not equal ones.
+        assert!(html.contains(
+            r#"<td data-label="CPU µs/op" class="worse" title="worse than redis-rs: 0.90">▲ 1.00</td>"#
+        ));
+        assert!(html.contains(
+            r#"<td data-label="ops/s" class="worse" title="worse than redis-rs: 1111111">▼ 1000000</td>"#
+        ));
         assert!(
-            html.contains("CPU 0.69x, syscalls 0.75x, instructions 0.69x"),
-            "12 over fred's 17.5, 3 syscalls over 4: {html}"
+            !html.contains(r#"<td data-label="send" class="worse""#),
+            "1.00 against 1.00"
         );
-        for file in [
-            "client-1-task-ops.svg",
-            "client-1-task-cpu.svg",
-            "client-1-task-syscalls.svg",
-            "client-1-task-switches.svg",
-            "client-1-task-woken.svg",
-            "client-1-task-instructions.svg",
-            "client-pipelines-100-x-1-cpu.svg",
-        ] {
-            let svg = fs::read_to_string(dir.join(file)).unwrap();
-            assert!(svg.starts_with("<svg"), "{file}");
-            assert!(html.contains(&format!("src=\"{file}\"")));
-        }
+        // The contents lead to each scenario's inline small multiples.
+        assert!(html.contains(r##"<li><a href="#s-pipelines-100-x-1">pipelines 100 x 1</a></li>"##));
+        assert!(html.find("id=\"verdicts\"") < html.find("id=\"latest\""));
+        assert_eq!(html.matches("<h3 id=\"s-").count(), 2);
+        assert_eq!(html.matches("<svg role=\"img\" aria-label=\"").count(), 2);
+        assert!(html.contains(
+            "<title>bbb · 2026-12-02T00:00:00Z\nzaris: 83.3k\nfred: 57.1k\nredis-rs: 50k</title>"
+        ));
         // A run recorded before the counts were: no counts, no chart points,
         // and the page still renders.
         let old = r#"{"commit":"c0ffee","date":"2026-11-01T00:00:00Z","cpu":"x","cpus":2,"server":"redis-server","rows":[{"scenario":"1 task","client":"zaris","ops_per_sec":1.0,"cpu_us_per_op":20.0,"user_us_per_op":10.0,"system_us_per_op":10.0}]}"#;
         let old: ClientRun = serde_json::from_str(old).unwrap();
         assert_eq!(old.rows[0].syscalls_per_op, None);
-        let html = render(&[old, runs[1].clone()], &dir).unwrap();
-        assert!(html.contains("client-1-task-instructions.svg"));
-        assert!(render(&[], &dir)
+        let html = render(&[old, runs[1].clone()]).unwrap();
+        assert!(html.contains("user-space instructions per op"));
+        assert!(render(&[])
             .unwrap()
             .contains("No client run is recorded yet"));
         fs::remove_dir_all(&dir).unwrap();

@@ -23,5 +23,6 @@ pub mod keys;
 pub mod page;
 pub mod reliability;
 pub mod tiers;
+pub mod trend;
 
 pub use history::Record;

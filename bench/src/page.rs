@@ -47,12 +47,26 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
     bars_section(&mut html, &bars::evaluate(latest));
     machine_section(&mut html, latest);
     for chart in charts {
-        let _ = writeln!(
-            html,
-            "<figure><img src=\"{0}\" alt=\"{1}\" width=\"760\" height=\"440\"><figcaption>{1}</figcaption></figure>",
-            escape(&chart.file),
-            escape(&chart.title)
-        );
+        match &chart.inline {
+            Some(svg) => {
+                let _ = writeln!(
+                    html,
+                    "<figure>{}<figcaption>{}; hover a run for its commit, date and values</figcaption></figure>",
+                    crate::clients::inline(svg, &chart.title),
+                    escape(&chart.title)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    html,
+                    "<figure><img src=\"{0}\" alt=\"{1}\" width=\"{2}\" height=\"{3}\"><figcaption>{1}</figcaption></figure>",
+                    escape(&chart.file),
+                    escape(&chart.title),
+                    chart.size.0,
+                    chart.size.1
+                );
+            }
+        }
     }
     slot_tables(&mut html, latest);
     engines_section(&mut html, latest);
@@ -81,26 +95,176 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
     html
 }
 
-/// The style every dashboard page shares.
-const STYLE: &str = r"body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #fafafa; }
-main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
-header a { color: #1f5fbf; }
-figure { margin: 1.5rem 0; background: #fff; border: 1px solid #ddd; }
-figure img { display: block; width: 100%; height: auto; }
-figcaption { padding: .25rem .5rem; font-size: .9rem; color: #555; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: #fff; }
-th, td { border: 1px solid #ddd; padding: .2rem .5rem; text-align: right; white-space: nowrap; }
+/// The style every dashboard page shares: light and dark, and tables that
+/// turn each row into a card on a narrow screen (see [`Table`]).
+const STYLE: &str = r":root { color-scheme: light dark; --fg: #1b1f24; --muted: #57606a; --bg: #fafafa; --panel: #fff; --line: #d0d7de;
+  --link: #1f5fbf; --ok: #1e7b34; --bad: #b3261e; --floor: #7a5200; --floor-line: #c99a2e; --bad-bg: #fdecea; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6edf3; --muted: #9da7b3; --bg: #0d1117; --panel: #161b22; --line: #30363d;
+    --link: #79b8ff; --ok: #56d364; --bad: #ff7b72; --floor: #e3b341; --floor-line: #e3b341; --bad-bg: #3d1d1f; }
+}
+body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: var(--fg); background: var(--bg); }
+main { max-width: 72rem; margin: 0 auto; padding: 1rem; }
+main > p, header p, figure { max-width: 52rem; }
+a { color: var(--link); }
+nav.toc { background: var(--panel); border: 1px solid var(--line); padding: .25rem 1rem; max-width: 40rem; }
+nav.toc h2 { font-size: 1rem; margin: .5rem 0 0; }
+nav.toc ol ol { columns: 2; }
+figure { margin: 1.5rem 0; background: var(--panel); border: 1px solid var(--line); }
+figure img, figure svg { display: block; width: 100%; height: auto; }
+figcaption { padding: .25rem .5rem; font-size: .9rem; color: var(--muted); }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: var(--panel); }
+th, td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: right; }
+td { white-space: nowrap; }
+table.stack { font-size: .9rem; } table.stack th, table.stack td { padding: .2rem .4rem; }
 th:first-child, td:first-child { text-align: left; }
-.met { color: #1e7b34; } .missed { color: #b3261e; font-weight: bold; } .floor { color: #7a5200; }
-.verdict { padding: .5rem .75rem; border-left: 4px solid; background: #fff; }
-.verdict.met { border-color: #1e7b34; } .verdict.missed { border-color: #b3261e; } .verdict.floor { border-color: #c99a2e; }
-.scroll:focus-visible { outline: 3px solid #8ab4f8; }
+small { color: var(--muted); font-weight: normal; }
+.met { color: var(--ok); } .missed { color: var(--bad); font-weight: bold; } .floor { color: var(--floor); }
+p.verdict { padding: .5rem .75rem; border-left: 4px solid; background: var(--panel); }
+p.verdict.met { border-color: var(--ok); } p.verdict.missed { border-color: var(--bad); } p.verdict.floor { border-color: var(--floor-line); }
+td.worse, tr.bad td { background: var(--bad-bg); color: var(--bad); font-weight: bold; }
 table#bars { width: 100%; table-layout: fixed; }
-#bars td, #bars th { white-space: normal; overflow-wrap: anywhere; text-align: left; vertical-align: top; }
-#bars col.what { width: 38%; } #bars col.needed { width: 14%; } #bars col.measured { width: 34%; } #bars col.verdict { width: 14%; }
-#bars td.floor small { display: block; color: #555; font-weight: normal; }
+#bars td, #bars th { white-space: normal; text-align: left; vertical-align: top; }
+#bars col.c-what { width: 38%; } #bars col.c-needed { width: 14%; } #bars col.c-measured { width: 34%; } #bars col.c-verdict { width: 14%; }
+#bars td.floor small { display: block; }
+@media (max-width: 40rem) {
+  main { padding: .5rem; }
+  td { white-space: normal; } td:first-child { overflow-wrap: anywhere; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: auto; }
+  table.stack { border: 0; background: none; }
+  table.stack thead, table.stack colgroup { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.stack tr { border: 1px solid var(--line); background: var(--panel); margin-bottom: .5rem; }
+  table.stack td { border: 0; border-top: 1px solid var(--line); text-align: right; white-space: normal; overflow-wrap: break-word; }
+  table.stack td:first-child { border-top: 0; font-weight: bold; }
+  table.stack td::before { content: attr(data-label); float: left; max-width: 50%; margin-right: 1rem; text-align: left;
+    font-weight: normal; color: var(--muted); }
+  table.stack td::after { content: ''; display: block; clear: both; }
+  nav.toc ol ol { columns: 1; }
+  #bars td.floor small { display: inline; }
+}
 ";
+
+/// A table on a dashboard page, every cell carrying its column's name, so
+/// that on a narrow screen (with more than [`CARDS_FROM`] columns) each row
+/// becomes a card of named values rather than a table to scroll sideways.
+pub struct Table {
+    html: String,
+    labels: Vec<String>,
+}
+
+/// Tables with more columns than this turn into cards on a narrow screen.
+pub const CARDS_FROM: usize = 3;
+
+/// One cell: its HTML and, if any, its class and tooltip.
+#[derive(Default)]
+pub struct Cell {
+    /// The content, as HTML.
+    pub html: String,
+    /// A class (`worse`, `met`, `missed`, `floor`).
+    pub class: Option<&'static str>,
+    /// A tooltip.
+    pub title: Option<String>,
+}
+
+impl Cell {
+    /// A cell of plain text (escaped here).
+    #[must_use]
+    pub fn text(text: &str) -> Self {
+        Self::html(escape(text))
+    }
+
+    /// A cell of HTML.
+    #[must_use]
+    pub fn html(html: String) -> Self {
+        Self {
+            html,
+            ..Self::default()
+        }
+    }
+
+    /// This cell with `class`.
+    #[must_use]
+    pub fn class(self, class: &'static str) -> Self {
+        Self {
+            class: Some(class),
+            ..self
+        }
+    }
+
+    /// This cell with a tooltip.
+    #[must_use]
+    pub fn title(self, title: String) -> Self {
+        Self {
+            title: Some(title),
+            ..self
+        }
+    }
+}
+
+impl Table {
+    /// A table `id` with these column heads (HTML; their text, without
+    /// markup, names each cell on a narrow screen), after `before` (a
+    /// `<colgroup>`, or nothing).
+    #[must_use]
+    pub fn new(id: &str, heads: &[&str], before: &str) -> Self {
+        let class = if heads.len() > CARDS_FROM {
+            " class=\"stack\""
+        } else {
+            ""
+        };
+        let mut html = format!("<table id=\"{id}\"{class}>{before}<thead><tr>");
+        for head in heads {
+            let _ = write!(html, "<th>{head}</th>");
+        }
+        html.push_str("</tr></thead><tbody>\n");
+        let labels = heads.iter().map(|h| escape(&strip_tags(h))).collect();
+        Self { html, labels }
+    }
+
+    /// Adds a row of `cells`, with `class` on the row if any.
+    pub fn row(&mut self, class: Option<&str>, cells: impl IntoIterator<Item = Cell>) {
+        match class {
+            Some(class) => {
+                let _ = write!(self.html, "<tr class=\"{class}\">");
+            }
+            None => self.html.push_str("<tr>"),
+        }
+        for (i, cell) in cells.into_iter().enumerate() {
+            let label = self.labels.get(i).map_or("", String::as_str);
+            let _ = write!(self.html, "<td data-label=\"{label}\"");
+            if let Some(class) = cell.class {
+                let _ = write!(self.html, " class=\"{class}\"");
+            }
+            if let Some(title) = &cell.title {
+                let _ = write!(self.html, " title=\"{}\"", escape(title));
+            }
+            let _ = write!(self.html, ">{}</td>", cell.html);
+        }
+        self.html.push_str("</tr>\n");
+    }
+
+    /// The table's HTML.
+    #[must_use]
+    pub fn html(mut self) -> String {
+        self.html.push_str("</tbody></table>\n");
+        self.html
+    }
+}
+
+/// `html` without its tags.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in html.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim().to_owned()
+}
 
 /// The start of a dashboard page titled `title`: its head, with the
 /// shared style, up to the opening of `<main>`.
@@ -150,7 +314,11 @@ fn bars_section(html: &mut String, bars: &[Bar]) {
             names.join("; ")
         );
     }
-    html.push_str("<table id=\"bars\"><colgroup><col class=\"what\"><col class=\"needed\"><col class=\"measured\"><col class=\"verdict\"></colgroup>\n<tr><th>bar</th><th>needed</th><th>measured</th><th>verdict</th></tr>\n");
+    let mut table = Table::new(
+        "bars",
+        &["bar", "needed", "measured", "verdict"],
+        "<colgroup><col class=\"c-what\"><col class=\"c-needed\"><col class=\"c-measured\"><col class=\"c-verdict\"></colgroup>",
+    );
     for bar in bars {
         let class = match bar.verdict() {
             "met" => "met",
@@ -162,16 +330,17 @@ fn bars_section(html: &mut String, bars: &[Bar]) {
             .as_deref()
             .map(|f| format!("<small>{}</small>", escape(f)))
             .unwrap_or_default();
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}{floor}</td></tr>",
-            escape(&bar.what),
-            escape(&bar.needed),
-            escape(bar.measured.as_deref().unwrap_or("not measured")),
-            bar.verdict(),
+        table.row(
+            None,
+            [
+                Cell::text(&bar.what),
+                Cell::text(&bar.needed),
+                Cell::text(bar.measured.as_deref().unwrap_or("not measured")),
+                Cell::html(format!("{}{floor}", bar.verdict())).class(class),
+            ],
         );
     }
-    html.push_str("</table>\n");
+    html.push_str(&table.html());
 }
 
 fn machine_section(html: &mut String, r: &Record) {
@@ -200,32 +369,24 @@ fn slot_tables(html: &mut String, r: &Record) {
             "<h2>slot_for_key, {} keys (median ns per key; speed-up in brackets)</h2>",
             kind.name()
         );
-        let _ = write!(
-            html,
-            "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{group} table\"><table id=\"{group}\"><tr><th>bytes</th>"
-        );
-        for imp in SLOT_IMPLS {
-            let _ = write!(html, "<th>{imp}</th>");
-        }
-        html.push_str("</tr>\n");
+        let heads: Vec<&str> = std::iter::once("bytes").chain(SLOT_IMPLS).collect();
+        let mut table = Table::new(&group, &heads, "");
         for len in LENGTHS {
-            let _ = write!(
-                html,
-                "<tr><td>{len}</td><td>{}</td>",
-                ns(r.median(&format!("{group}/zaris/{len}")))
-            );
+            let mut cells = vec![
+                Cell::html(len.to_string()),
+                Cell::html(ns(r.median(&format!("{group}/zaris/{len}")))),
+            ];
             for peer in &SLOT_IMPLS[1..] {
                 let ratio = bars::speedup(r, &group, peer, len)
-                    .map_or_else(String::new, |x| format!(" ({x:.1}x)"));
-                let _ = write!(
-                    html,
-                    "<td>{}{ratio}</td>",
+                    .map_or_else(String::new, |x| format!(" <small>({x:.1}x)</small>"));
+                cells.push(Cell::html(format!(
+                    "{}{ratio}",
                     ns(r.median(&format!("{group}/{peer}/{len}")))
-                );
+                )));
             }
-            html.push_str("</tr>\n");
+            table.row(None, cells);
         }
-        html.push_str("</table></div>\n");
+        html.push_str(&table.html());
     }
     let _ = writeln!(
         html,
@@ -257,31 +418,29 @@ fn engines_section(html: &mut String, r: &Record) {
         if kind == "ascii" {
             columns.extend(tiers::PEERS.map(|p| (p.to_owned(), p.to_owned())));
         }
-        let _ = write!(
-            html,
-            "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{kind} keys by engine\"><table id=\"engines-{kind}\"><tr><th>{} keys, bytes</th>",
-            if kind == "ascii" {
-                "untagged"
-            } else {
-                "hash-tagged"
-            }
-        );
-        for (_, title) in &columns {
-            let _ = write!(html, "<th>{}</th>", escape(title));
-        }
-        html.push_str("</tr>\n");
+        let first = if kind == "ascii" {
+            "untagged keys, bytes"
+        } else {
+            "hash-tagged keys, bytes"
+        };
+        let titles: Vec<String> = columns.iter().map(|(_, t)| escape(t)).collect();
+        let heads: Vec<&str> = std::iter::once(first)
+            .chain(titles.iter().map(String::as_str))
+            .collect();
+        let mut table = Table::new(&format!("engines-{kind}"), &heads, "");
         for len in LENGTHS {
-            let _ = write!(html, "<tr><td>{len}</td>");
-            for (candidate, _) in &columns {
-                let figure = r
-                    .interleaved_ns
-                    .get(&tiers::id(kind, candidate, len))
-                    .copied();
-                let _ = write!(html, "<td>{}</td>", ns(figure));
-            }
-            html.push_str("</tr>\n");
+            let cells = std::iter::once(Cell::html(len.to_string())).chain(columns.iter().map(
+                |(candidate, _)| {
+                    let figure = r
+                        .interleaved_ns
+                        .get(&tiers::id(kind, candidate, len))
+                        .copied();
+                    Cell::html(ns(figure))
+                },
+            ));
+            table.row(None, cells);
         }
-        html.push_str("</table></div>\n");
+        html.push_str(&table.html());
     }
     if let Some(clock) = r.interleaved_ns.get("clock/imul-64") {
         let _ = writeln!(
@@ -298,43 +457,43 @@ fn simple_table(html: &mut String, title: &str, group: &str, names: &[&str], r: 
 }
 
 fn simple_rows(html: &mut String, group: &str, names: &[&str], r: &Record) {
-    let _ = writeln!(
-        html,
-        "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{group} table\"><table id=\"{group}\"><tr><th>benchmark</th><th>median ns</th></tr>"
-    );
+    let mut table = Table::new(group, &["benchmark", "median ns"], "");
     for name in names {
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td>{}</td></tr>",
-            escape(name),
-            ns(r.median(&format!("{group}/{name}")))
+        table.row(
+            None,
+            [
+                Cell::text(name),
+                Cell::html(ns(r.median(&format!("{group}/{name}")))),
+            ],
         );
     }
-    html.push_str("</table></div>\n");
+    html.push_str(&table.html());
 }
 
 fn allocations(html: &mut String, r: &Record) {
     html.push_str("<h2>Heap allocations per operation (counting allocator)</h2>\n");
-    html.push_str("<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"allocations table\"><table id=\"allocations\"><tr><th>operation</th><th>allocations</th></tr>\n");
+    let mut table = Table::new("allocations", &["operation", "allocations"], "");
     for (op, n) in &r.allocations_per_op {
-        let _ = writeln!(html, "<tr><td>{}</td><td>{n}</td></tr>", escape(op));
+        table.row(None, [Cell::text(op), Cell::html(n.to_string())]);
     }
-    html.push_str("</table></div>\n");
+    html.push_str(&table.html());
 }
 
 fn history_section(html: &mut String, history: &[Record]) {
-    html.push_str("<h2>Recorded runs</h2>\n<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"recorded runs\"><table id=\"history\"><tr><th>commit</th><th>date</th><th>CPU</th><th>zaris 256 B ns</th></tr>\n");
+    html.push_str("<h2>Recorded runs</h2>\n");
+    let mut table = Table::new("history", &["commit", "date", "CPU", "zaris 256 B ns"], "");
     for r in history.iter().rev() {
-        let _ = writeln!(
-            html,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&r.commit),
-            escape(&r.date),
-            escape(&r.cpu),
-            ns(r.median("slot-ascii/zaris/256"))
+        table.row(
+            None,
+            [
+                Cell::html(format!("<code>{}</code>", escape(&r.commit))),
+                Cell::text(&r.date),
+                Cell::text(&r.cpu),
+                Cell::html(ns(r.median("slot-ascii/zaris/256"))),
+            ],
         );
     }
-    html.push_str("</table></div>\n");
+    html.push_str(&table.html());
 }
 
 #[cfg(test)]
@@ -374,18 +533,26 @@ mod tests {
         let charts = [Chart {
             file: "speedup.svg".into(),
             title: "speed-up".into(),
+            inline: None,
+            size: (760, 440),
         }];
         let html = render(&[record("old", &[]), latest], &charts);
         assert!(html.contains(r#"<img src="speedup.svg" alt="speed-up""#));
         assert!(
-            html.contains("<tr><td>8</td><td>2.00</td><td>5.00 (2.5x)</td>"),
+            html.contains(
+                r#"<tr><td data-label="bytes">8</td><td data-label="zaris">2.00</td><td data-label="crc16">5.00 <small>(2.5x)</small></td>"#
+            ),
             "ratios sit next to medians"
         );
-        assert!(html.contains("<tr><td>zaris-table</td><td>3.25</td></tr>"));
+        assert!(html.contains(
+            r#"<tr><td data-label="benchmark">zaris-table</td><td data-label="median ns">3.25</td></tr>"#
+        ));
         // Every engine, the one in use through slot_for_key.
         assert!(html.contains("<th>zaris portable</th><th>zaris pclmulqdq</th><th>crc-fast</th>"));
         assert!(
-            html.contains("<tr><td>8</td><td>7.50</td><td>3.25</td><td>30.00</td>"),
+            html.contains(
+                r#"<td data-label="zaris portable">7.50</td><td data-label="zaris pclmulqdq">3.25</td><td data-label="crc-fast">30.00</td>"#
+            ),
             "{html}"
         );
         assert!(html.contains(r#"id="engines-tagged""#));

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::page::{escape, start};
+use crate::page::{escape, start, Cell, Table};
 
 /// A number at `path` in `report`, formatted, or "–".
 fn number(report: &Value, path: &[&str], decimals: usize) -> String {
@@ -81,7 +81,7 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
             html,
             "<figure><img src=\"{}\" alt=\"Operations a second (succeeded and failed) and map \
              refreshes a second over the soak, each nemesis event shaded and named\" width=\"1100\" \
-             height=\"520\"><figcaption>Throughput, failures and refreshes over the soak; each \
+             height=\"600\"><figcaption>Throughput, failures and refreshes over the soak; each \
              event shaded.</figcaption></figure>",
             escape(file)
         );
@@ -144,49 +144,112 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
         ),
         ("violations", violations.len().to_string()),
     ];
-    html.push_str("<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Figures\"><table id=\"figures\">\n<tr><th>figure</th><th>value</th></tr>\n");
+    let mut table = Table::new("figures", &["figure", "value"], "");
     for (what, value) in rows {
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td>{}</td></tr>",
-            escape(what),
-            escape(&value)
-        );
+        table.row(None, [Cell::text(what), Cell::text(&value)]);
     }
-    html.push_str("</table></div>\n<h2>Events</h2>\n<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Events by kind\"><table id=\"events\">\n<tr><th>event</th><th>count</th></tr>\n");
+    html.push_str(&table.html());
+    html.push_str("<h2>Events</h2>\n");
+    let mut table = Table::new("events", &["event", "count"], "");
     if let Some(kinds) = report["events_by_kind"].as_object() {
         for (kind, n) in kinds {
-            let _ = writeln!(
-                html,
-                "<tr><td>{}</td><td>{}</td></tr>",
-                escape(kind),
-                n.as_u64().unwrap_or(0)
+            table.row(
+                None,
+                [
+                    Cell::text(kind),
+                    Cell::html(n.as_u64().unwrap_or(0).to_string()),
+                ],
             );
         }
     }
-    html.push_str("</table></div>\n");
+    html.push_str(&table.html());
     html.push_str(CHECKS);
     if !history.is_empty() {
-        html.push_str("<h2>Every soak recorded</h2>\n<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Soak history\"><table id=\"history\">\n<tr><th>commit</th><th>server</th><th>seconds</th><th>seed</th><th>operations</th><th>succeeded %</th><th>kill -9 windows %</th><th>lost durable</th><th>violations</th></tr>\n");
-        for run in history.iter().rev() {
-            let _ = writeln!(
-                html,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(text(run, "commit")),
-                escape(text(run, "server")),
-                number(run, &["seconds"], 0),
-                number(run, &["seed"], 0),
-                number(run, &["operations"], 0),
-                number(run, &["succeeded_percent"], 4),
-                number(run, &["kill_window_percent"], 3),
-                number(run, &["lost_durable_writes"], 0),
-                number(run, &["violations"], 0),
-            );
-        }
-        html.push_str("</table></div>\n");
+        history_section(&mut html, history);
     }
     html.push_str("</main>\n</body>\n</html>\n");
     html
+}
+
+/// What a recorded soak broke, in words (`None`: every check held).
+fn broken(run: &Value) -> Option<String> {
+    let count = |key: &str| run[key].as_u64().unwrap_or(0);
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut what = Vec::new();
+    let lost = count("lost_durable_writes");
+    if lost > 0 {
+        what.push(plural(lost, "lost durable write", "lost durable writes"));
+    }
+    let violations = count("violations");
+    if violations > 0 {
+        what.push(plural(violations, "violation", "violations"));
+    }
+    (!what.is_empty()).then(|| what.join(", "))
+}
+
+/// Every recorded soak, newest first, those that broke a check flagged
+/// and said first.
+fn history_section(html: &mut String, history: &[Value]) {
+    html.push_str("<h2>Every soak recorded</h2>\n");
+    let failed: Vec<String> = history
+        .iter()
+        .rev()
+        .filter_map(|run| Some(format!("{} ({})", text(run, "commit"), broken(run)?)))
+        .collect();
+    if failed.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict met\" id=\"history-verdict\">Every check held in all {} recorded soaks.</p>",
+            history.len()
+        );
+    } else {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict missed\" id=\"history-verdict\">{} of {} recorded soaks broke a check: {}. Their rows are marked ✗.</p>",
+            failed.len(),
+            history.len(),
+            escape(&failed.join("; "))
+        );
+    }
+    let mut table = Table::new(
+        "history",
+        &[
+            "commit",
+            "verdict",
+            "server",
+            "seconds",
+            "seed",
+            "operations",
+            "succeeded %",
+            "kill -9 windows %",
+            "lost durable",
+            "violations",
+        ],
+        "",
+    );
+    for run in history.iter().rev() {
+        let verdict = broken(run).map_or_else(
+            || Cell::text("held").class("met"),
+            |what| Cell::html(format!("✗ {}", escape(&what))).class("missed"),
+        );
+        let bad = broken(run).is_some();
+        table.row(
+            bad.then_some("bad"),
+            [
+                Cell::html(format!("<code>{}</code>", escape(text(run, "commit")))),
+                verdict,
+                Cell::text(text(run, "server")),
+                Cell::text(&number(run, &["seconds"], 0)),
+                Cell::text(&number(run, &["seed"], 0)),
+                Cell::text(&number(run, &["operations"], 0)),
+                Cell::text(&number(run, &["succeeded_percent"], 4)),
+                Cell::text(&number(run, &["kill_window_percent"], 3)),
+                Cell::text(&number(run, &["lost_durable_writes"], 0)),
+                Cell::text(&number(run, &["violations"], 0)),
+            ],
+        );
+    }
+    html.push_str(&table.html());
 }
 
 const CHECKS: &str = r"<h2>What is checked</h2>
@@ -216,12 +279,52 @@ mod tests {
         });
         let html = render(Some(&report), &[], Some("soak-timeline.svg"));
         assert!(html.contains("seed 42"), "{html}");
-        assert!(html.contains("<td>operations</td><td>1000</td>"), "{html}");
-        assert!(html.contains("<td>kill-master</td><td>2</td>"), "{html}");
+        assert!(
+            html.contains(
+                r#"<td data-label="figure">operations</td><td data-label="value">1000</td>"#
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                r#"<td data-label="event">kill-master</td><td data-label="count">2</td>"#
+            ),
+            "{html}"
+        );
         assert!(html.contains("1 checks failed"), "{html}");
         assert!(html.contains("preg:0:1 &lt;lost&gt;"), "{html}");
-        assert!(html.contains("<td>memory 10 s in / at the end (KiB)</td><td>100 / 120</td>"));
+        assert!(html.contains(
+            r#"<td data-label="figure">memory 10 s in / at the end (KiB)</td><td data-label="value">100 / 120</td>"#
+        ));
         assert!(html.contains(r#"src="soak-timeline.svg""#));
         assert!(render(None, &[], None).contains("No soak is recorded yet"));
+    }
+
+    #[test]
+    fn soaks_that_broke_a_check_are_flagged_first() {
+        let run = |commit: &str, lost: u64, violations: u64| {
+            serde_json::json!({"commit": commit, "server": "redis-server", "seconds": 1800,
+                "seed": 7, "operations": 10, "succeeded_percent": 99.9,
+                "kill_window_percent": 99.9, "lost_durable_writes": lost, "violations": violations})
+        };
+        let report = serde_json::json!({"violations": []});
+        let html = render(
+            Some(&report),
+            &[run("old", 1, 2), run("mid", 0, 1), run("new", 0, 0)],
+            None,
+        );
+        assert!(
+            html.contains("2 of 3 recorded soaks broke a check: mid (1 violation); old (1 lost durable write, 2 violations)."),
+            "{html}"
+        );
+        assert!(html.contains(
+            r#"<tr class="bad"><td data-label="commit"><code>old</code></td><td data-label="verdict" class="missed">✗ 1 lost durable write, 2 violations</td>"#
+        ));
+        assert!(html.contains(
+            r#"<tr><td data-label="commit"><code>new</code></td><td data-label="verdict" class="met">held</td>"#
+        ));
+        assert_eq!(html.matches("<tr class=\"bad\">").count(), 2);
+        let held = render(Some(&report), &[run("new", 0, 0)], None);
+        assert!(held.contains("Every check held in all 1 recorded soaks."));
     }
 }

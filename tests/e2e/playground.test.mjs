@@ -7,7 +7,9 @@ import { utf16Units } from './utf16.mjs';
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchChromium, seriousViolations, serveStatic } from './browser.mjs';
+import {
+  contrast, launchChromium, overflowingTables, overlappingText, seriousViolations, serveStatic,
+} from './browser.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const web = join(root, 'web');
@@ -441,44 +443,6 @@ test('churn, played out: the player steps, plays and explains, and the cursor is
   await page.fill('#play-time', '2500');
   assert.equal(await page.textContent('#play-clock'), '2.500 s');
 });
-
-/** Text boxes in `selector`'s SVGs that overlap another's: `[[a, b]]`. */
-async function overlappingText(p, selector) {
-  return p.locator(selector).evaluateAll((svgs) => {
-    const out = [];
-    for (const svg of svgs) {
-      const boxes = [...svg.querySelectorAll('text')].filter((t) => t.getAttribute('display') !== 'none' && t.textContent)
-        .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
-      for (let i = 0; i < boxes.length; i++) {
-        for (let j = i + 1; j < boxes.length; j++) {
-          const [a, p] = boxes[i], [b, q] = boxes[j];
-          if (p.left < q.right - 0.5 && q.left < p.right - 0.5 && p.top < q.bottom - 0.5 && q.top < p.bottom - 0.5) out.push([a, b]);
-        }
-      }
-    }
-    return out;
-  });
-}
-
-/** Tables wider than their box (content cut off or scrolled): `[id]`. */
-async function overflowingTables(p) {
-  return p.locator('table').evaluateAll((ts) => ts.filter((t) => t.offsetParent && t.scrollWidth > t.clientWidth + 1)
-    .map((t) => t.id || t.className));
-}
-
-/** The contrast ratio of an element's text on its background. */
-async function contrast(p, selector) {
-  return p.locator(selector).first().evaluate((el) => {
-    const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
-    const lum = ([r, g, b]) => {
-      const f = (v) => { const c = v / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
-      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
-    };
-    const style = getComputedStyle(el);
-    const [a, b] = [lum(rgb(style.color)), lum(rgb(style.backgroundColor))];
-    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-  });
-}
 
 test('every width and scheme: tables fit, labels do not collide, buttons are readable', async () => {
   const second = await browser.page.context().newPage();

@@ -201,11 +201,17 @@ fn render(paths: &Paths, quick: bool) -> Result<()> {
     render_reliability(paths)?;
     let client_runs = zaris_bench::clients::load(&paths.clients)?;
     let client_page = paths.dashboard.join("client.html");
-    fs::write(
-        &client_page,
-        zaris_bench::clients::render(&client_runs, &paths.dashboard)?,
-    )
-    .with_context(|| format!("writing {}", client_page.display()))?;
+    // The client charts are drawn inline now: the files earlier renders
+    // wrote beside the page go.
+    for entry in fs::read_dir(&paths.dashboard)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("client-") && name.ends_with(".svg") {
+            fs::remove_file(&path)?;
+        }
+    }
+    fs::write(&client_page, zaris_bench::clients::render(&client_runs)?)
+        .with_context(|| format!("writing {}", client_page.display()))?;
     tracing::info!(
         "dashboard: {} charts and {} ({} runs)",
         charts.len(),
@@ -240,7 +246,13 @@ fn render_reliability(paths: &Paths) -> Result<()> {
     };
     let timeline = paths.soak.join("timeline.svg");
     let shown = if timeline.exists() {
-        fs::copy(&timeline, paths.dashboard.join("soak-timeline.svg"))?;
+        // The soak draws it; the dashboard gives it its dark style.
+        let svg = fs::read_to_string(&timeline)
+            .with_context(|| format!("reading {}", timeline.display()))?;
+        fs::write(
+            paths.dashboard.join("soak-timeline.svg"),
+            zaris_bench::charts::themed(&svg),
+        )?;
         Some("soak-timeline.svg")
     } else {
         None

@@ -754,13 +754,24 @@ const PALETTE: [RGBColor; 14] = [
     RGBColor(136, 34, 85),
 ];
 
+/// An event kind's name as the report spells it (`kill-master`).
+fn kind_name(kind: EventKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
 /// The timeline: operations a second (succeeded, failed) and refreshes a
 /// second, each event shaded and named.
 pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
+    // Sizes as plotters takes them: its SVGs show text at size / 1.24, and
+    // the page shows this 1100-pixel chart about 830 wide.
+    const LABELS: (&str, u32) = ("sans-serif", 19);
+    let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (top, rest) = root.split_vertically(330);
-    let (legend, bottom) = rest.split_vertically(38);
+    let (top, rest) = root.split_vertically(340);
+    let (legend, bottom) = rest.split_vertically(84);
     let seconds = report.timeline.len().max(1) as f64;
     let most = report
         .timeline
@@ -778,13 +789,18 @@ pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
         report.events.len()
     );
     let mut ops = ChartBuilder::on(&top)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", 24))
         .margin(10)
-        .x_label_area_size(24)
-        .y_label_area_size(60)
+        .margin_right(30)
+        .x_label_area_size(28)
+        .y_label_area_size(78)
         .build_cartesian_2d(0.0..seconds, 0.0..most * 1.15)?;
     ops.configure_mesh()
         .y_desc("operations / s")
+        .label_style(LABELS)
+        .axis_desc_style(LABELS)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .disable_x_mesh()
         .draw()?;
     // One color per kind of event; names on the spans only when they fit.
@@ -804,31 +820,28 @@ pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
             color.filled(),
         )))?;
         if named {
-            let label = format!("{:?}", e.kind);
+            let label = kind_name(e.kind);
             let y = most * (1.1 - 0.08 * (i % 4) as f64);
-            ops.draw_series(std::iter::once(Text::new(
-                label,
-                (a, y),
-                ("sans-serif", 11),
-            )))?;
+            ops.draw_series(std::iter::once(Text::new(label, (a, y), LABELS)))?;
         }
     }
     // The kinds' colors, in a strip of their own.
-    let (mut x, mut y) = (70, 4);
+    // About 9.5 pixels a character at this size, and room after each.
+    let (mut x, mut y) = (88, 6);
     for kind in EventKind::ALL {
         if !report.events.iter().any(|e| e.kind == kind) {
             continue;
         }
-        let name = format!("{kind:?}");
-        let width = 20 + 6 * i32::try_from(name.len()).unwrap_or(10);
+        let name = kind_name(kind);
+        let width = 44 + 10 * i32::try_from(name.len()).unwrap_or(10);
         if x + width > 1090 {
-            (x, y) = (70, y + 16);
+            (x, y) = (88, y + 26);
         }
         legend.draw(&Rectangle::new(
-            [(x, y + 1), (x + 10, y + 11)],
+            [(x, y + 2), (x + 14, y + 16)],
             color_of(kind).filled(),
         ))?;
-        legend.draw(&Text::new(name, (x + 13, y), ("sans-serif", 11)))?;
+        legend.draw(&Text::new(name, (x + 20, y), LABELS))?;
         x += width;
     }
     let line = |f: fn(&Second) -> u64| -> Vec<(f64, f64)> {
@@ -847,6 +860,7 @@ pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
         .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED.stroke_width(2)));
     ops.configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
+        .label_font(LABELS)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;
@@ -859,13 +873,19 @@ pub fn draw(report: &Report, path: &Path) -> anyhow::Result<()> {
         .max(1) as f64;
     let mut refreshes = ChartBuilder::on(&bottom)
         .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(60)
+        .margin_right(30)
+        .x_label_area_size(50)
+        .y_label_area_size(78)
         .build_cartesian_2d(0.0..seconds, 0.0..most_refreshes * 1.2)?;
     refreshes
         .configure_mesh()
         .x_desc("seconds")
         .y_desc("refreshes / s")
+        .label_style(LABELS)
+        .axis_desc_style(LABELS)
+        .y_labels(4)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .disable_x_mesh()
         .draw()?;
     refreshes.draw_series(report.timeline.iter().enumerate().map(|(i, s)| {
