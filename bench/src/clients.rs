@@ -353,7 +353,7 @@ pub fn render(runs: &[ClientRun]) -> Result<String> {
         let svg = trend::panels(&title, &axis, &panels)?;
         let _ = writeln!(
             html,
-            "<h3 id=\"s-{}\">{}</h3>\n<figure>{}</figure>",
+            "<h3 id=\"s-{}\">{}</h3>\n<figure tabindex=\"0\">{}</figure>",
             slug(scenario),
             escape(scenario),
             inline(&svg, &title),

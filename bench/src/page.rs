@@ -51,7 +51,7 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
             Some(svg) => {
                 let _ = writeln!(
                     html,
-                    "<figure>{}<figcaption>{}; hover a run for its commit, date and values</figcaption></figure>",
+                    "<figure tabindex=\"0\">{}<figcaption>{}; hover a run for its commit, date and values</figcaption></figure>",
                     crate::clients::inline(svg, &chart.title),
                     escape(&chart.title)
                 );
@@ -59,7 +59,7 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
             None => {
                 let _ = writeln!(
                     html,
-                    "<figure><img src=\"{0}\" alt=\"{1}\" width=\"{2}\" height=\"{3}\"><figcaption>{1}</figcaption></figure>",
+                    "<figure tabindex=\"0\"><img src=\"{0}\" alt=\"{1}\" width=\"{2}\" height=\"{3}\"><figcaption>{1}</figcaption></figure>",
                     escape(&chart.file),
                     escape(&chart.title),
                     chart.size.0,
@@ -112,6 +112,7 @@ nav.toc h2 { font-size: 1rem; margin: .5rem 0 0; }
 nav.toc ol ol { columns: 2; }
 figure { margin: 1.5rem 0; background: var(--panel); border: 1px solid var(--line); }
 figure img, figure svg { display: block; width: 100%; height: auto; }
+figure:focus-visible { outline: 3px solid #8ab4f8; }
 figcaption { padding: .25rem .5rem; font-size: .9rem; color: var(--muted); }
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; background: var(--panel); }
 th, td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: right; }
@@ -140,6 +141,9 @@ table#bars { width: 100%; table-layout: fixed; }
     font-weight: normal; color: var(--muted); }
   table.stack td::after { content: ''; display: block; clear: both; }
   nav.toc ol ol { columns: 1; }
+  /* Charts keep a readable size and scroll sideways within their frame. */
+  figure { overflow-x: auto; } figure > img, figure > svg { width: 640px; max-width: none; }
+  figure > img[width='1100'] { width: 900px; }
   #bars td.floor small { display: inline; }
 }
 ";

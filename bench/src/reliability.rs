@@ -79,7 +79,7 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
     if let Some(file) = timeline {
         let _ = writeln!(
             html,
-            "<figure><img src=\"{}\" alt=\"Operations a second (succeeded and failed) and map \
+            "<figure tabindex=\"0\"><img src=\"{}\" alt=\"Operations a second (succeeded and failed) and map \
              refreshes a second over the soak, each nemesis event shaded and named\" width=\"1100\" \
              height=\"600\"><figcaption>Throughput, failures and refreshes over the soak; each \
              event shaded.</figcaption></figure>",

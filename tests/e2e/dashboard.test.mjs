@@ -292,8 +292,11 @@ test('every page at 1280 and 375 px, light and dark: tables fit, words stay whol
         assert.ok(ratio >= 4.5, `${where}: ${selector} contrast ${ratio.toFixed(2)}:1`);
       }
     }
-    // The charts follow the scheme: their background is the page's panel.
+    // The charts follow the scheme: their background is the page's panel;
+    // at phone width they keep a readable size and scroll in their frame.
     await open('index.html');
+    const label = await page.locator('figure svg.chart text').last().evaluate((t) => t.getBoundingClientRect().height);
+    assert.ok(label >= 10, `${width} px: chart labels ${label.toFixed(1)} px tall`);
     const fill = await page.locator('figure svg.chart rect').first().evaluate((r) => getComputedStyle(r).fill);
     assert.equal(fill, scheme === 'dark' ? 'rgb(22, 27, 34)' : 'rgb(255, 255, 255)', scheme);
   }
