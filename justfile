@@ -310,6 +310,10 @@ npm-pack: web-build
 bench-node: npm-pack
     node tools/bench-node.mjs
 
+# How long the playground takes to analyse 1k, 10k and 100k pasted keys.
+analysis-speed: web-build
+    node tools/analysis-speed.mjs
+
 # Build and serve the playground and the dashboard on 127.0.0.1:PORT (Ctrl-C stops it).
 play PORT="8080":
     ./run play {{PORT}}
