@@ -2,7 +2,7 @@
 //! count every thread of the process, so these tests live in a binary of
 //! their own (no other test's calls in the counts) and run one at a time.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use zaris_bench::counts::SyscallCounter;
 
@@ -15,10 +15,7 @@ static ALONE: Mutex<()> = Mutex::new(());
 /// this test.
 #[test]
 fn system_calls_are_counted_by_kind_on_every_thread() {
-    let _alone = ALONE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Some(counter) = counter() else {
+    let Some((_alone, counter)) = counter() else {
         return;
     };
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -50,10 +47,7 @@ fn system_calls_are_counted_by_kind_on_every_thread() {
 /// asleep in its read, so the counters see about one wake-up per write.
 #[test]
 fn wakeups_of_sleeping_threads_are_counted() {
-    let _alone = ALONE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Some(counter) = counter() else {
+    let Some((_alone, counter)) = counter() else {
         return;
     };
     use std::io::{Read, Write};
@@ -88,11 +82,13 @@ fn wakeups_of_sleeping_threads_are_counted() {
     );
 }
 
-/// Counters on this process; `None` (and why, printed) where the
+/// Counters on this process, with the lock that keeps the other tests
+/// out; `None` (and why, printed) where the
 /// kernel refuses them to a user who is not root. Root must get them.
-fn counter() -> Option<SyscallCounter> {
+fn counter() -> Option<(MutexGuard<'static, ()>, SyscallCounter)> {
+    let alone = ALONE.lock().unwrap_or_else(PoisonError::into_inner);
     match SyscallCounter::start() {
-        Ok(counter) => Some(counter),
+        Ok(counter) => Some((alone, counter)),
         Err(e) if !is_root() => {
             eprintln!("not root, so no tracepoints: {e}");
             None
