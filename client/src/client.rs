@@ -88,6 +88,9 @@ impl Client {
         let inner = Arc::new(Inner::new(seeds, config));
         inner.load_map(None).await?;
         tokio::spawn(poll(Arc::downgrade(&inner)));
+        if inner.cache.is_some() {
+            tokio::spawn(crate::lease::check_leases(Arc::downgrade(&inner)));
+        }
         Ok(Client { inner })
     }
 
@@ -98,6 +101,18 @@ impl Client {
     /// stop, or a server error surfaced at once.
     pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
         let key = key.as_ref();
+        if self.inner.cache.is_some() {
+            // Through the cache, as every cacheable read goes.
+            let args: [&[u8]; 2] = [b"GET", key];
+            return match self.inner.cmd(&args).await? {
+                Value::Nil => Ok(None),
+                Value::Data(value) => Ok(Some(value)),
+                other => Err(Error::UnexpectedReply {
+                    command: "GET",
+                    reply: format!("{other:?}"),
+                }),
+            };
+        }
         match self
             .keyed(key, pack("GET", &[&[b"GET", key]]).reading())
             .await?
@@ -426,7 +441,22 @@ impl Client {
             stats.nodes_opened += node.times_opened();
             stats.reconnect_backoffs += node.backoffs();
         }
+        if let Some(cache) = &self.inner.cache {
+            let get =
+                |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+            stats.cache_hits = get(&cache.counters.hits);
+            stats.cache_misses = get(&cache.counters.misses);
+            stats.cache_invalidations = get(&cache.counters.invalidations);
+            stats.cache_flushes = get(&cache.counters.flushes);
+        }
         stats
+    }
+
+    /// The bytes the client cache holds now: keys, commands and replies
+    /// (at most `CacheConfig::max_bytes`); 0 without a cache.
+    #[must_use]
+    pub fn cache_bytes(&self) -> u64 {
+        self.inner.cache.as_ref().map_or(0, |c| c.bytes())
     }
 
     /// Sends a fresh `AUTH`, with what the credentials provider returns

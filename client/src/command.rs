@@ -8,17 +8,18 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tracing::Instrument;
 use zaris_core::{
-    command_has_keys, command_info, command_keys, command_route, slot_for_key, CommandError,
-    CommandInfo, Reply, Target, SLOT_COUNT,
+    cacheable, command_has_keys, command_info, command_keys, command_route, slot_for_key,
+    Cacheable, CommandError, CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
+use crate::cache::Cache;
 use crate::codec::{room_for, write_command, Frame};
 use crate::inner::Inner;
 use crate::reply::take_frame;
-use crate::route::{Packed, Route};
+use crate::route::{Noting, Packed, Route};
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
 
@@ -202,6 +203,18 @@ pub(crate) struct Part {
     pub(crate) packed: Packed,
     /// A write: with durable writes its `WAIT` must count enough replicas.
     pub(crate) write: bool,
+    /// How the client cache may answer it, when there is one.
+    pub(crate) cached: Option<Cached>,
+}
+
+/// How the client cache answers a part.
+pub(crate) enum Cached {
+    /// A read of one key: its reply, stored under its command.
+    One { key: Bytes, rule: Cacheable },
+    /// One slot's part of `MGET`: each key's value, stored as the reply to
+    /// `MGET key` (not `GET key`: `MGET` answers nil for a key of another
+    /// type, where `GET` answers an error).
+    EachKey(Vec<Bytes>),
 }
 
 /// How the answers of a command's parts make its value.
@@ -379,11 +392,17 @@ impl Inner {
     fn part(&self, route: Route, args: &[&[u8]], info: CommandInfo) -> Part {
         let mut bytes = room_for(args);
         let encoded = self.encode_command(&mut bytes, args, info);
+        let cached = self
+            .cache
+            .as_ref()
+            .filter(|_| matches!(route, Route::Slot(_)))
+            .and_then(|_| cached_as(args, info));
         Part {
             route,
             packed: Packed::new(info.name(), bytes.freeze(), encoded.replies)
                 .flagged(encoded.blocking, encoded.read),
             write: encoded.write,
+            cached,
         }
     }
 
@@ -424,6 +443,11 @@ impl Inner {
     /// Runs `parts` together (each node's share in one write) and returns
     /// each part's answer, in order.
     pub(crate) async fn run_parts(self: &Arc<Self>, parts: &[Part]) -> Vec<Result<Value, Error>> {
+        if let Some(cache) = &self.cache {
+            if parts.iter().any(|p| p.cached.is_some()) {
+                return self.run_parts_cached(parts, cache).await;
+            }
+        }
         let requests: Vec<(Route, Packed)> = parts
             .iter()
             .map(|p| (p.route.clone(), p.packed.clone()))
@@ -433,6 +457,92 @@ impl Inner {
             answers[i] = Some(replies.and_then(|r| self.answer(parts[i].write, r)));
         })
         .await;
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| unreachable!("every request ends with a result")))
+            .collect()
+    }
+
+    /// [`Inner::run_parts`] through the client cache: the parts it can
+    /// answer are answered, the others sent together; what they answer is
+    /// stored, tied to the node that answered (not after an `ASKING`).
+    async fn run_parts_cached(
+        self: &Arc<Self>,
+        parts: &[Part],
+        cache: &Arc<Cache>,
+    ) -> Vec<Result<Value, Error>> {
+        let mut answers: Vec<Option<Result<Value, Error>>> = parts.iter().map(|_| None).collect();
+        let mut misses = Vec::new();
+        {
+            let snapshot = self.snapshot.load();
+            for (i, part) in parts.iter().enumerate() {
+                let hit = match (&part.cached, &part.route) {
+                    (Some(cached), Route::Slot(slot)) => snapshot
+                        .owner_of_slot(*slot)
+                        .ok()
+                        .filter(|owner| !owner.held())
+                        .and_then(|owner| {
+                            lookup(cache, cached, &part.packed.bytes, *slot, &owner.addr)
+                        }),
+                    _ => None,
+                };
+                match hit {
+                    Some(value) => answers[i] = Some(Ok(value)),
+                    None => misses.push(i),
+                }
+            }
+        }
+        if misses.is_empty() {
+            return answers.into_iter().flatten().collect();
+        }
+        let ticket = cache.ticket();
+        let sent_at = cache.clock();
+        let requests: Vec<(Route, Packed)> = misses
+            .iter()
+            .map(|&i| (parts[i].route.clone(), parts[i].packed.clone()))
+            .collect();
+        let noting = Noting::new(&requests[..]);
+        let mut replies: Vec<Option<Frame>> = vec![None; misses.len()];
+        self.execute_all(&noting, |j, result| {
+            let i = misses[j];
+            if let (Ok(frames), Some(_)) = (&result, &parts[i].cached) {
+                replies[j] = frames.first().cloned();
+            }
+            answers[i] = Some(result.and_then(|r| self.answer(parts[i].write, r)));
+        })
+        .await;
+        for (j, reply) in replies.into_iter().enumerate() {
+            let i = misses[j];
+            let (Some(reply), Some(cached), Route::Slot(slot)) =
+                (reply, &parts[i].cached, &parts[i].route)
+            else {
+                continue;
+            };
+            let Some((node, false)) = noting.by(j) else {
+                continue;
+            };
+            // An answer, not a redirect or a refusal: its node served the
+            // slot when it read it.
+            cache.proven(*slot, &node.addr, sent_at);
+            match (cached, reply) {
+                (Cached::One { key, .. }, reply) => {
+                    cache.store(
+                        key,
+                        parts[i].packed.bytes.clone(),
+                        *slot,
+                        &node.addr,
+                        ticket,
+                        &reply,
+                    );
+                }
+                (Cached::EachKey(keys), Frame::Array(values)) if values.len() == keys.len() => {
+                    for (key, value) in keys.iter().zip(&values) {
+                        cache.store(key, mget_of(key), *slot, &node.addr, ticket, value);
+                    }
+                }
+                _ => {}
+            }
+        }
         answers
             .into_iter()
             .map(|a| a.unwrap_or_else(|| unreachable!("every request ends with a result")))
@@ -479,6 +589,55 @@ impl Inner {
                 (addr, answer)
             })
             .collect()
+    }
+}
+
+/// How the cache may answer `args`, if at all.
+fn cached_as(args: &[&[u8]], info: CommandInfo) -> Option<Cached> {
+    if info.name() == "mget" {
+        return Some(Cached::EachKey(
+            args[1..]
+                .iter()
+                .map(|k| Bytes::copy_from_slice(k))
+                .collect(),
+        ));
+    }
+    match cacheable(args) {
+        Cacheable::No => None,
+        rule => {
+            let at = command_keys(args).ok()?.next()?;
+            Some(Cached::One {
+                key: Bytes::copy_from_slice(args[at]),
+                rule,
+            })
+        }
+    }
+}
+
+/// `MGET key`, encoded: the command one key of an `MGET` is stored under.
+fn mget_of(key: &[u8]) -> Bytes {
+    let args: [&[u8]; 2] = [b"MGET", key];
+    let mut bytes = room_for(&args);
+    write_command(&mut bytes, &args);
+    bytes.freeze()
+}
+
+/// The cache's answer to a part, if it has one: a read of one key, or
+/// every key of an `MGET` part.
+fn lookup(cache: &Cache, cached: &Cached, command: &[u8], slot: u16, owner: &str) -> Option<Value> {
+    match cached {
+        Cached::One { key, rule } => cache
+            .lookup(key, command, slot, owner, *rule)
+            .map(from_frame),
+        Cached::EachKey(keys) => keys
+            .iter()
+            .map(|key| {
+                cache
+                    .lookup(key, &mget_of(key), slot, owner, Cacheable::Value)
+                    .map(from_frame)
+            })
+            .collect::<Option<Vec<Value>>>()
+            .map(Value::Array),
     }
 }
 

@@ -11,6 +11,7 @@ use zaris_core::{
 
 use std::sync::Arc;
 
+use crate::cache::CacheConfig;
 use crate::codec::Limits;
 use crate::conn::{AddressMap, ConnOptions, Credentials, CredentialsSource};
 use crate::Error;
@@ -98,6 +99,8 @@ pub(crate) struct Config {
     pub read_from: ReadFrom,
     pub refresh_min_interval: Duration,
     pub max_in_flight_per_node: usize,
+    /// The client cache (`Builder::client_cache`).
+    pub cache: Option<CacheConfig>,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
@@ -121,7 +124,9 @@ pub struct Builder {
     refresh_min_interval: Duration,
     max_in_flight_per_node: usize,
     connect_timeout: Duration,
-    protocol: Protocol,
+    /// `None`: not asked for (RESP2, or RESP3 with the cache).
+    protocol: Option<Protocol>,
+    cache: Option<CacheConfig>,
     env: EnvLookup,
 }
 
@@ -143,7 +148,8 @@ impl Default for Builder {
             refresh_min_interval: REFRESH_DEBOUNCE,
             max_in_flight_per_node: DEFAULT_MAX_IN_FLIGHT_PER_NODE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            protocol: Protocol::Resp2,
+            protocol: None,
+            cache: None,
             env: Box::new(|name| match std::env::var(name) {
                 Ok(value) => Ok(Some(value)),
                 Err(std::env::VarError::NotPresent) => Ok(None),
@@ -246,7 +252,29 @@ impl Builder {
     /// (their messages are the same either way).
     #[must_use]
     pub fn protocol(mut self, protocol: Protocol) -> Self {
-        self.protocol = protocol;
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Serves reads from memory (docs/behaviour.md §11): [`Client::get`],
+    /// each slot's part of [`Client::mget`], and through [`Client::cmd`]
+    /// the read-only single-key commands whose reply is a function of the
+    /// key (`GET`, `HGET`, `HGETALL`, `LRANGE`, `SMEMBERS`, `ZRANGE`,
+    /// `STRLEN`, `TYPE`, ...; `TTL` and `PTTL` count down from when they
+    /// were stored). A read that starts more than `lease` after a write
+    /// was acknowledged, to any client, sees it or a later one, through
+    /// failovers, migrations, kills, freezes and partitions.
+    ///
+    /// Implies RESP3 (every connection tracks the keys it reads,
+    /// `CLIENT TRACKING ON`); asking for RESP2 as well, or for replica
+    /// reads, is [`Error::Config`] at `connect`.
+    ///
+    /// [`Client::get`]: crate::Client::get
+    /// [`Client::mget`]: crate::Client::mget
+    /// [`Client::cmd`]: crate::Client::cmd
+    #[must_use]
+    pub fn client_cache(mut self, cache: CacheConfig) -> Self {
+        self.cache = Some(cache);
         self
     }
 
@@ -438,6 +466,30 @@ impl Builder {
                 "the connect time-out must be positive".into(),
             ));
         }
+        let protocol = match (self.protocol, self.cache) {
+            (Some(Protocol::Resp2), Some(_)) => {
+                return Err(Error::Config(
+                    "the client cache needs RESP3 (its invalidations are RESP3 pushes): \
+                     drop protocol(Protocol::Resp2)"
+                        .into(),
+                ))
+            }
+            (_, Some(_)) if self.read_from != ReadFrom::Primary => {
+                return Err(Error::Config(
+                    "the client cache reads from masters (their leases are what bound its \
+                     staleness): drop read_from, or the cache"
+                        .into(),
+                ))
+            }
+            (_, Some(cache)) if cache.lease.is_zero() || cache.max_bytes == 0 => {
+                return Err(Error::Config(
+                    "the client cache needs a positive lease and max_bytes".into(),
+                ))
+            }
+            (Some(p), _) => p,
+            (None, Some(_)) => Protocol::Resp3,
+            (None, None) => Protocol::Resp2,
+        };
         if self.max_in_flight_per_node == 0 {
             return Err(Error::Config(
                 "max_in_flight_per_node must be at least 1".into(),
@@ -460,12 +512,15 @@ impl Builder {
                 map_address: self.map_address,
                 readonly: self.read_from != ReadFrom::Primary,
                 connect_timeout: self.connect_timeout,
-                resp3: self.protocol == Protocol::Resp3,
+                resp3: protocol == Protocol::Resp3,
+                // Set by the client, whose cache the sink is.
+                tracking: None,
             },
             durability: self.durability,
             read_from: self.read_from,
             refresh_min_interval: self.refresh_min_interval,
             max_in_flight_per_node: self.max_in_flight_per_node.min(MAX_PERMITS),
+            cache: self.cache,
         })
     }
 }

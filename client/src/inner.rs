@@ -11,6 +11,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
 
+use crate::cache::Cache;
 use crate::codec::{encode_into, room_for, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) next_any: AtomicUsize,
     /// Tells `Client::ownership_changes` listeners of each map change.
     pub(crate) announcer: Announcer,
+    /// The client cache, when asked for.
+    pub(crate) cache: Option<Arc<Cache>>,
     /// Held from a swap of `snapshot` to its announcement, so that
     /// listeners hear the changes in the order they were made: a `MOVED`
     /// hint applied by a caller on one worker and a refresh on the other
@@ -48,8 +51,12 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// The state of a client of `seeds`, with no map yet.
-    pub(crate) fn new(seeds: Vec<String>, config: Config) -> Self {
+    pub(crate) fn new(seeds: Vec<String>, mut config: Config) -> Self {
         let min_interval = config.refresh_min_interval;
+        let cache = config.cache.map(|c| Arc::new(Cache::new(c)));
+        if let Some(cache) = &cache {
+            config.conn.tracking = Some(cache.clone());
+        }
         let registry = Registry::new(config.max_in_flight_per_node);
         for seed in &seeds {
             registry.node(seed);
@@ -68,6 +75,7 @@ impl Inner {
             marker_seq: AtomicU64::new(0),
             next_any: AtomicUsize::new(0),
             announcer: Announcer::default(),
+            cache,
             publishing: Mutex::new(()),
         }
     }
@@ -78,6 +86,22 @@ impl Inner {
         self.publishing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The client cache drops the entries of every slot `next` gives
+    /// another owner than `previous` (a slot moved away and back between
+    /// two maps is caught by the owner's check, which finds it unclaimed).
+    pub(crate) fn cache_follows(&self, previous: &Snapshot, next: &Snapshot) {
+        let Some(cache) = &self.cache else {
+            return;
+        };
+        let owner = |s: &Snapshot, slot: u16| s.owner_of_slot(slot).ok().map(|n| n.addr.clone());
+        let moved: Vec<u16> = (0..zaris_core::SLOT_COUNT)
+            .filter(|&slot| owner(previous, slot) != owner(next, slot))
+            .collect();
+        if !moved.is_empty() {
+            cache.flush_slots(moved);
+        }
     }
 
     /// A number no other request marker of this client has.

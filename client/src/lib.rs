@@ -47,6 +47,7 @@
 // `route`, `gate`, `ownership`), the shared state (`inner`), what runs on
 // it (`request`, `refresh`, `command`), and the API (`client`,
 // `pipeline`, `transaction`, `script`, `pubsub`).
+mod cache;
 mod client;
 mod codec;
 mod command;
@@ -58,6 +59,7 @@ mod error;
 mod failure;
 mod gate;
 mod inner;
+mod lease;
 mod metrics;
 mod ownership;
 mod pipeline;
@@ -75,6 +77,7 @@ mod topology;
 mod transaction;
 mod value;
 
+pub use cache::CacheConfig;
 pub use client::{Client, Versioned};
 pub use config::{
     Builder, Durability, Protocol, ReadFrom, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,

@@ -13,6 +13,8 @@
 //! | `zaris_nodes_opened_total` | counter | `node` |
 //! | `zaris_in_flight` | gauge | `node` |
 //! | `zaris_request_seconds` | histogram | `node` |
+//! | `zaris_cache_total` | counter | `event` (`hit`, `miss`, `invalidation`, `flush`) |
+//! | `zaris_cache_bytes` | gauge | |
 //!
 //! One attempt's latency is recorded per node, from the write to the last
 //! reply.
@@ -56,6 +58,22 @@ pub(crate) fn reconnect(node: &str) {
     #[cfg(feature = "metrics")]
     metrics::counter!("zaris_reconnects_total", "node" => node.to_owned()).increment(1);
     let _ = node;
+}
+
+/// The client cache: a hit, a miss, an invalidation or a flush.
+#[inline]
+pub(crate) fn cache(event: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("zaris_cache_total", "event" => event).increment(1);
+    let _ = event;
+}
+
+/// The bytes the client cache holds now.
+#[inline]
+pub(crate) fn cache_bytes(bytes: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("zaris_cache_bytes").set(bytes as f64);
+    let _ = bytes;
 }
 
 /// A node opened (its requests kept timing out).

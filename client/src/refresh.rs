@@ -60,6 +60,7 @@ impl Inner {
         };
         let next = Arc::new(next);
         self.snapshot.store(next.clone());
+        self.cache_follows(&current, &next);
         self.announcer.announce(&current, &next, revealed);
         Counters::bump(&self.counters.pushes_applied);
         tracing::debug!(first, last, addr, changed, "ownership change applied");
@@ -153,6 +154,11 @@ impl Inner {
             if let Some((chosen, agree)) = choose_map(&maps) {
                 let (from, ranges) = &answers[chosen];
                 if agree < maps.len() {
+                    // A map not every node agrees on: the cache trusts
+                    // none of what it stored under the last one.
+                    if let Some(cache) = &self.cache {
+                        cache.flush_everything();
+                    }
                     tracing::warn!(
                         chosen = %from,
                         agree,
@@ -165,6 +171,7 @@ impl Inner {
                 {
                     let _publishing = self.publishing();
                     let previous = self.snapshot.swap(next.clone());
+                    self.cache_follows(&previous, &next);
                     if let Some(cause) = cause {
                         self.announcer
                             .announce(&previous, &next, Revealed::Refresh(cause));

@@ -91,6 +91,80 @@ pub(crate) trait Requests {
     fn blocking(&self, i: usize) -> bool;
     /// Whether a replica may serve it (`Builder::read_from`).
     fn read(&self, i: usize) -> bool;
+    /// Request `i` was answered by `node` (after an `ASKING` if `asked`):
+    /// the client cache ties what it stores to the node that said it.
+    fn answered(&self, i: usize, node: &Arc<Node>, asked: bool) {
+        let _ = (i, node, asked);
+    }
+}
+
+/// Who answered a request, and whether after an `ASKING`.
+type AnsweredBy = Option<(Arc<Node>, bool)>;
+
+/// Requests whose answering nodes are noted ([`Requests::answered`]).
+pub(crate) struct Noting<'a, R: ?Sized> {
+    pub(crate) requests: &'a R,
+    pub(crate) by: std::sync::Mutex<Vec<AnsweredBy>>,
+}
+
+impl<'a, R: Requests + ?Sized> Noting<'a, R> {
+    pub(crate) fn new(requests: &'a R) -> Self {
+        Self {
+            requests,
+            by: std::sync::Mutex::new(vec![None; requests.count()]),
+        }
+    }
+
+    /// Who answered request `i`, and whether after an `ASKING`.
+    pub(crate) fn by(&self, i: usize) -> AnsweredBy {
+        self.by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(i)
+            .cloned()
+            .flatten()
+    }
+}
+
+impl<R: Requests + ?Sized> Requests for Noting<'_, R> {
+    fn count(&self) -> usize {
+        self.requests.count()
+    }
+
+    fn route(&self, i: usize) -> &Route {
+        self.requests.route(i)
+    }
+
+    fn name(&self, i: usize) -> &'static str {
+        self.requests.name(i)
+    }
+
+    fn bytes(&self, i: usize) -> &[u8] {
+        self.requests.bytes(i)
+    }
+
+    fn replies(&self, i: usize) -> usize {
+        self.requests.replies(i)
+    }
+
+    fn blocking(&self, i: usize) -> bool {
+        self.requests.blocking(i)
+    }
+
+    fn read(&self, i: usize) -> bool {
+        self.requests.read(i)
+    }
+
+    fn answered(&self, i: usize, node: &Arc<Node>, asked: bool) {
+        if let Some(at) = self
+            .by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_mut(i)
+        {
+            *at = Some((node.clone(), asked));
+        }
+    }
 }
 
 impl Requests for [(Route, Packed)] {

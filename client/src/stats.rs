@@ -122,9 +122,14 @@ impl Counters {
             node_full_waits: get(&self.node_full_waits),
             noscript_fallbacks: get(&self.noscript_fallbacks),
             scan_rescans: get(&self.scan_rescans),
-            // The nodes count these two (Client::stats adds them up).
+            // The nodes count these two, the cache its own (Client::stats
+            // adds them up).
             nodes_opened: 0,
             reconnect_backoffs: 0,
+            cache_hits: 0,
+            cache_misses: 0,
+            cache_invalidations: 0,
+            cache_flushes: 0,
         }
     }
 }
@@ -184,6 +189,15 @@ pub struct Stats {
     /// Connection attempts not made because the node's last ones failed
     /// moments ago (reconnects back off, per node).
     pub reconnect_backoffs: u64,
+    /// Reads the client cache answered (`Builder::client_cache`).
+    pub cache_hits: u64,
+    /// Cacheable reads it could not answer: sent to the node.
+    pub cache_misses: u64,
+    /// Keys the nodes invalidated (each `invalidate` push counts its keys).
+    pub cache_invalidations: u64,
+    /// Times a slot's, a node's or every entry went at once (the map
+    /// moved a slot, a connection ended, a node turned out no master).
+    pub cache_flushes: u64,
 }
 
 impl Stats {

@@ -18,6 +18,7 @@ use layout::Layout;
 /// The files with no state of the client's: they must not reach `inner`
 /// (the shared state) or anything built on it.
 const BELOW_THE_STATE: &[&str] = &[
+    "cache",
     "codec",
     "conn",
     "conn/connection",
@@ -66,6 +67,7 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
         "Inner",
         &[
             "command",
+            "lease",
             "refresh",
             "request/retry",
             "request/round",

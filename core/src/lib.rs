@@ -41,6 +41,7 @@
 extern crate std;
 
 mod backoff;
+mod cache;
 mod cluster_nodes;
 mod command;
 mod crc16;
@@ -59,6 +60,10 @@ mod status;
 mod utf16;
 
 pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKOFF_MULTIPLIER};
+pub use cache::{
+    cacheable, countdown, heartbeat_due, lease_holds, Cacheable, InvalidationLog, TtlUnit,
+    HEARTBEATS_PER_LEASE,
+};
 pub use cluster_nodes::{
     parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,
     SlotEntry,

@@ -47,6 +47,11 @@ impl Connection {
         Self { shared }
     }
 
+    /// Sends its pushes to `sink` from now on, and word of its end.
+    pub(crate) fn send_pushes_to(&self, sink: Arc<dyn super::PushSink>) {
+        let _ = self.shared.pushes.set(sink);
+    }
+
     /// Whether the socket is still believed good.
     pub(crate) fn is_alive(&self) -> bool {
         self.shared.alive.load(Ordering::Acquire)

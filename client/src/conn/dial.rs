@@ -64,6 +64,9 @@ pub(crate) struct ConnOptions {
     pub connect_timeout: Duration,
     /// Speak RESP3 (`HELLO 3`).
     pub resp3: bool,
+    /// Track the keys read (`CLIENT TRACKING ON`, RESP3 only) and hand
+    /// the invalidations to this sink: the client cache.
+    pub tracking: Option<Arc<dyn super::PushSink>>,
 }
 
 impl std::fmt::Debug for ConnOptions {
@@ -73,6 +76,7 @@ impl std::fmt::Debug for ConnOptions {
             .field("credentials", &self.credentials.is_some())
             .field("tls", &self.tls.is_some())
             .field("map_address", &self.map_address.is_some())
+            .field("tracking", &self.tracking.is_some())
             .finish()
     }
 }
@@ -130,6 +134,22 @@ pub(crate) async fn connect(
             other => {
                 return Err(ConnError::Protocol(format!(
                     "{addr} answered HELLO 3 with {other:?}"
+                )))
+            }
+        }
+    }
+    if let (true, Some(sink)) = (options.resp3, &options.tracking) {
+        // Pushes go to the sink before the reply that turns tracking on.
+        conn.send_pushes_to(sink.clone());
+        match conn
+            .request(&encode(&[&[b"CLIENT", b"TRACKING", b"ON"]]), 1, timeout)
+            .await?
+            .pop()
+        {
+            Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => {}
+            other => {
+                return Err(ConnError::Protocol(format!(
+                    "{addr} answered CLIENT TRACKING ON with {other:?}"
                 )))
             }
         }

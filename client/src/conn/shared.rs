@@ -40,6 +40,15 @@ pub(crate) const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(super) type Reply = Result<Frames, ConnError>;
 
+/// Where a connection's pushes go (the client cache's invalidations),
+/// and word of its end: set on connections that track keys for it.
+pub(crate) trait PushSink: Send + Sync {
+    /// A RESP3 push arrived on a connection to `addr`, between replies.
+    fn pushed(&self, addr: &str, push: &[Frame]);
+    /// A connection to `addr` that tracked keys ended.
+    fn closed(&self, addr: &str);
+}
+
 /// A reply slot, in send order.
 pub(super) struct Slot {
     /// Its number on the connection: a caller reading for itself knows
@@ -104,6 +113,8 @@ pub(super) struct Shared {
     /// over TLS all I/O goes through the task and rustls).
     pub(super) tcp: Option<TcpStream>,
     pub(super) addr: String,
+    /// Where its pushes go, once it tracks keys (`CLIENT TRACKING ON`).
+    pub(super) pushes: OnceLock<Arc<dyn PushSink>>,
 }
 
 impl Shared {
@@ -118,6 +129,7 @@ impl Shared {
             task_waker: OnceLock::new(),
             tcp,
             addr: addr.to_owned(),
+            pushes: OnceLock::new(),
         })
     }
 
@@ -174,6 +186,9 @@ impl Shared {
             std::mem::take(&mut state.slots)
         };
         self.alive.store(false, Ordering::Release);
+        if let Some(sink) = self.pushes.get() {
+            sink.closed(&self.addr);
+        }
         for mut slot in slots {
             if let Some(done) = slot.done.take() {
                 let _ = done.send(Err(error.clone()));
@@ -385,15 +400,20 @@ impl Reader {
         let addr = shared.addr.as_str();
         self.answered |= !self.input.is_empty();
         let parsed = &mut self.parsed;
+        let sink = shared.pushes.get();
         take_frames(&mut self.input, self.limits, |frame| {
             if let Frame::Push(items) = &frame {
                 // RESP3 out of band (an invalidation, a server's notice): not
-                // the reply of any request.
-                tracing::debug!(
-                    addr,
-                    items = items.len(),
-                    "a push frame, not a reply: dropped"
-                );
+                // the reply of any request. Handed on before the replies
+                // that came after it are.
+                match sink {
+                    Some(sink) => sink.pushed(addr, items),
+                    None => tracing::debug!(
+                        addr,
+                        items = items.len(),
+                        "a push frame, not a reply: dropped"
+                    ),
+                }
             } else {
                 parsed.push(frame);
             }

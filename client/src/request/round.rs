@@ -109,7 +109,10 @@ impl Inner {
                             let mine = &mut frames[from..to];
                             from = to;
                             match self.judge(mine, &share.node) {
-                                Verdict::Answer => deliver(round[at].index, Ok(mine)),
+                                Verdict::Answer => {
+                                    requests.answered(round[at].index, &share.node, asking);
+                                    deliver(round[at].index, Ok(mine));
+                                }
                                 Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
                                 // The probe of a node known down found it
                                 // still down: it waits on with the others.

@@ -1,0 +1,556 @@
+//! The client-side cache (`Builder::client_cache`): replies to read-only
+//! single-key commands, served from memory while the rules of
+//! docs/behaviour.md §11 say they cannot be older than the lease allows.
+//!
+//! - Tracking: every connection speaks RESP3 with `CLIENT TRACKING ON`,
+//!   so a node pushes `invalidate` on the connection a key was read on,
+//!   in order with its replies. A reply is stored only if no invalidation
+//!   of its key (or of everything) arrived since its request was sent
+//!   (`zaris_core::InvalidationLog`).
+//! - Leases, per slot: a slot's entries are served only while their node
+//!   has shown, within the lease (counted from when it was asked), that it
+//!   serves the slot: by answering a read of it (not a `MOVED`, not a
+//!   `CLUSTERDOWN`), or by a check of the node (`CLUSTER INFO` and
+//!   `CLUSTER NODES` on the same connection, after any invalidation it
+//!   sent before) that finds it a master of a healthy cluster claiming it.
+//! - Flushes, by epoch (nothing is walked): a slot's entries when the map
+//!   gives it another owner or its owner stops claiming it; a node's when
+//!   its connection ends, it turns out a replica or in a failed cluster,
+//!   or it stops answering; everything on an `invalidate` of every key.
+//! - Memory: `quick_cache` evicts (its CLOCK-Pro policy, by weight: the
+//!   bytes of keys, commands and replies) to stay within `max_bytes`.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use smallvec::SmallVec;
+use zaris_core::{
+    countdown, heartbeat_due, lease_holds, Cacheable, InvalidationLog, SlotEntry, SLOT_COUNT,
+};
+
+use crate::codec::Frame;
+
+/// The cache's settings (`Builder::client_cache`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// The most the cache holds, keys, commands and replies counted.
+    pub max_bytes: usize,
+    /// How long a node's entries are served after the last check that
+    /// found it a master (asked for then): a read that starts more than
+    /// this long after a write was acknowledged sees it.
+    pub lease: Duration,
+}
+
+impl Default for CacheConfig {
+    /// 64 MiB, a 250 ms lease.
+    fn default() -> Self {
+        Self {
+            max_bytes: 64 << 20,
+            lease: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Invalidations remembered for requests in flight: a reply whose request
+/// was sent more than this many invalidations ago is not stored.
+const LOG: usize = 4096;
+
+/// What the cache holds per Redis key: the replies of the commands read
+/// it with, all from one node, under the epochs they were stored in.
+#[derive(Clone)]
+struct Entry {
+    node: Arc<str>,
+    slot: u16,
+    epochs: Epochs,
+    replies: SmallVec<[Stored; 1]>,
+}
+
+/// One command's reply.
+#[derive(Clone)]
+struct Stored {
+    /// The command as sent (its name and arguments, encoded).
+    command: Bytes,
+    reply: Frame,
+    at: Instant,
+}
+
+/// The flush counters an entry was stored under: it is served only while
+/// none has moved since.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Epochs {
+    everything: u64,
+    node: u64,
+    slot: u32,
+}
+
+/// Weighs an entry in bytes: its key, commands and replies.
+#[derive(Clone)]
+struct Weigh;
+
+impl quick_cache::Weighter<Bytes, Entry> for Weigh {
+    fn weight(&self, key: &Bytes, entry: &Entry) -> u64 {
+        let replies: usize = entry
+            .replies
+            .iter()
+            .map(|s| s.command.len() + frame_bytes(&s.reply))
+            .sum();
+        (key.len() + replies).max(1) as u64
+    }
+}
+
+/// About how many bytes a reply holds.
+fn frame_bytes(frame: &Frame) -> usize {
+    match frame {
+        Frame::SimpleString(b) | Frame::BulkString(b) | Frame::BigNumber(b) => b.len() + 8,
+        Frame::Error(e) => e.len() + 8,
+        Frame::Verbatim { format, text } => format.len() + text.len() + 8,
+        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
+            items.iter().map(frame_bytes).sum::<usize>() + 8
+        }
+        Frame::Map(pairs) => {
+            pairs
+                .iter()
+                .map(|(k, v)| frame_bytes(k) + frame_bytes(v))
+                .sum::<usize>()
+                + 8
+        }
+        Frame::Integer(_) | Frame::Double(_) | Frame::Boolean(_) | Frame::Null => 8,
+    }
+}
+
+/// What the cache knows of one node.
+#[derive(Default)]
+struct NodeState {
+    /// Its number in [`State::proven`] (from 1).
+    id: u32,
+    epoch: u64,
+    /// When the last check was asked for, and whether it is still out.
+    asked_at: Option<Duration>,
+    checking: bool,
+    /// When an entry of it was last stored or served: only nodes in use
+    /// are checked.
+    used_at: Option<Duration>,
+}
+
+struct State {
+    log: InvalidationLog<LOG>,
+    everything: u64,
+    nodes: HashMap<Arc<str>, NodeState>,
+    slots: Box<[u32]>,
+    /// Per slot: the node (by id, 0 none) that last showed it serves it,
+    /// and when that proof was asked for.
+    proven: Box<[(u32, Duration)]>,
+}
+
+/// The counters `Stats` reports.
+#[derive(Default)]
+pub(crate) struct CacheCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub invalidations: AtomicU64,
+    pub flushes: AtomicU64,
+}
+
+/// The cache every clone of a client shares.
+pub(crate) struct Cache {
+    pub(crate) config: CacheConfig,
+    entries: quick_cache::sync::Cache<Bytes, Entry, Weigh>,
+    state: Mutex<State>,
+    hasher: RandomState,
+    started: Instant,
+    pub(crate) counters: CacheCounters,
+}
+
+/// A check's verdict on a node (`CLUSTER INFO` and `CLUSTER NODES`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// A master of a healthy cluster, claiming these slots.
+    Master(Vec<(u16, u16)>),
+    /// A replica, or a master that finds its cluster failed.
+    NotServing(&'static str),
+}
+
+impl Cache {
+    pub(crate) fn new(config: CacheConfig) -> Self {
+        let max = config.max_bytes as u64;
+        // A guess at the entries it holds: about 256 bytes each.
+        let items = (config.max_bytes / 256).clamp(16, 1 << 22);
+        Self {
+            config,
+            entries: quick_cache::sync::Cache::with_weighter(items, max, Weigh),
+            state: Mutex::new(State {
+                log: InvalidationLog::new(),
+                everything: 0,
+                nodes: HashMap::new(),
+                slots: vec![0; usize::from(SLOT_COUNT)].into_boxed_slice(),
+                proven: vec![(0, Duration::ZERO); usize::from(SLOT_COUNT)].into_boxed_slice(),
+            }),
+            hasher: RandomState::new(),
+            started: Instant::now(),
+            counters: CacheCounters::default(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The bytes the cache holds (keys, commands and replies).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.entries.weight()
+    }
+
+    /// Where a request sent now starts in the invalidation log: its reply
+    /// is stored only if nothing since invalidated its key.
+    pub(crate) fn ticket(&self) -> u64 {
+        self.state().log.seq()
+    }
+
+    /// The reply to `command` on `key` (in `slot`, owned by `owner` in
+    /// the map now), if the cache may serve it: stored by that owner,
+    /// under the epochs in force, within the owner's lease.
+    pub(crate) fn lookup(
+        &self,
+        key: &[u8],
+        command: &[u8],
+        slot: u16,
+        owner: &str,
+        rule: Cacheable,
+    ) -> Option<Frame> {
+        let found = self.entries.get(key).and_then(|entry| {
+            let now = self.now();
+            let mut state = self.state();
+            let epochs = state.epochs(&entry.node, slot);
+            let (proven_by, proven_at) = state.proven[usize::from(slot)];
+            let node = state.nodes.get_mut(&entry.node)?;
+            node.used_at = Some(now);
+            let served = &*entry.node == owner
+                && entry.slot == slot
+                && entry.epochs == epochs
+                && proven_by == node.id
+                && lease_holds(Some(proven_at), now, self.config.lease);
+            drop(state);
+            if !served {
+                return None;
+            }
+            let stored = entry.replies.iter().find(|s| s.command == command)?;
+            match rule {
+                Cacheable::Countdown(unit) => {
+                    let Frame::Integer(ttl) = stored.reply else {
+                        return None;
+                    };
+                    countdown(ttl, unit, stored.at.elapsed()).map(Frame::Integer)
+                }
+                _ => Some(stored.reply.clone()),
+            }
+        });
+        let counter = if found.is_some() {
+            &self.counters.hits
+        } else {
+            &self.counters.misses
+        };
+        counter.fetch_add(1, Relaxed);
+        crate::metrics::cache(if found.is_some() { "hit" } else { "miss" });
+        found
+    }
+
+    /// Stores `reply` to `command` on `key` (in `slot`), answered by
+    /// `node` to a request sent at `ticket`, unless an invalidation since
+    /// forbids it. Error replies are not stored.
+    pub(crate) fn store(
+        &self,
+        key: &[u8],
+        command: Bytes,
+        slot: u16,
+        node: &str,
+        ticket: u64,
+        reply: &Frame,
+    ) {
+        if matches!(reply, Frame::Error(_) | Frame::Push(_)) {
+            return;
+        }
+        let hash = self.hash(key);
+        let now = self.now();
+        let mut state = self.state();
+        if !state.log.may_store(ticket, hash) {
+            return;
+        }
+        let epochs = state.epochs(node, slot);
+        let addr = state.node(node);
+        if let Some(known) = state.nodes.get_mut(&addr) {
+            known.used_at = Some(now);
+        }
+        let stored = Stored {
+            command,
+            reply: reply.clone(),
+            at: Instant::now(),
+        };
+        // The key's other replies stay if they are from the same node and
+        // epochs; this one replaces its own command's.
+        let mut entry = match self.entries.get(key) {
+            Some(old) if old.node == addr && old.slot == slot && old.epochs == epochs => old,
+            _ => Entry {
+                node: addr,
+                slot,
+                epochs,
+                replies: SmallVec::new(),
+            },
+        };
+        entry.replies.retain(|s| s.command != stored.command);
+        entry.replies.push(stored);
+        // Under the state's lock: an invalidation cannot pass between the
+        // check above and this insert.
+        self.entries.insert(Bytes::copy_from_slice(key), entry);
+        drop(state);
+        crate::metrics::cache_bytes(self.bytes());
+    }
+
+    /// `node` showed, answering a request for `slot` asked at `asked_at`
+    /// (from [`Self::clock`]), that it serves the slot.
+    pub(crate) fn proven(&self, slot: u16, node: &str, asked_at: Duration) {
+        let mut state = self.state();
+        let addr = state.node(node);
+        let id = state.nodes.get(&addr).map_or(0, |n| n.id);
+        state.prove(slot, id, asked_at);
+    }
+
+    /// The cache's clock: when a request is sent, for [`Self::proven`].
+    pub(crate) fn clock(&self) -> Duration {
+        self.now()
+    }
+
+    /// A push a connection to `addr` received: an `invalidate` of some
+    /// keys, or (its payload null) of every key.
+    pub(crate) fn pushed(&self, addr: &str, push: &[Frame]) {
+        let is_invalidate = push
+            .first()
+            .and_then(Frame::text)
+            .is_some_and(|kind| kind.eq_ignore_ascii_case(b"invalidate"));
+        if !is_invalidate {
+            return;
+        }
+        match push.get(1) {
+            Some(Frame::Array(keys) | Frame::Set(keys)) => {
+                let mut state = self.state();
+                for key in keys.iter().filter_map(Frame::text) {
+                    state.log.record(self.hash(key));
+                    self.entries.remove(&key[..]);
+                    self.counters.invalidations.fetch_add(1, Relaxed);
+                    crate::metrics::cache("invalidation");
+                }
+            }
+            _ => {
+                tracing::debug!(addr, "the node invalidated every key: the cache is flushed");
+                self.flush_everything();
+            }
+        }
+    }
+
+    /// Every entry goes (a map not trusted, an `invalidate` of every key).
+    pub(crate) fn flush_everything(&self) {
+        let mut state = self.state();
+        state.log.record_everything();
+        state.everything += 1;
+        drop(state);
+        self.flushed();
+        self.entries.clear();
+    }
+
+    /// `addr`'s entries go: its connection ended, it is no master, it
+    /// stopped answering.
+    pub(crate) fn flush_node(&self, addr: &str, why: &str) {
+        let mut state = self.state();
+        state.log.record_everything();
+        let Some(node) = state.nodes.get_mut(addr) else {
+            return;
+        };
+        node.epoch += 1;
+        drop(state);
+        tracing::debug!(addr, why, "the cache flushed a node's entries");
+        self.flushed();
+    }
+
+    /// The entries of `slots` go (the map gave them another owner, or
+    /// their owner stopped claiming them).
+    pub(crate) fn flush_slots(&self, slots: impl IntoIterator<Item = u16>) {
+        let mut state = self.state();
+        let mut any = false;
+        for slot in slots {
+            if let Some(epoch) = state.slots.get_mut(usize::from(slot)) {
+                *epoch = epoch.wrapping_add(1);
+                any = true;
+            }
+        }
+        if any {
+            state.log.record_everything();
+            drop(state);
+            self.flushed();
+        }
+    }
+
+    fn flushed(&self) {
+        self.counters.flushes.fetch_add(1, Relaxed);
+        crate::metrics::cache("flush");
+    }
+
+    /// The nodes in use whose check is due now; each is marked as being
+    /// checked, asked for now (see [`Self::checked`]).
+    pub(crate) fn checks_due(&self) -> Vec<(Arc<str>, Duration)> {
+        let now = self.now();
+        let lease = self.config.lease;
+        let mut state = self.state();
+        let mut due = Vec::new();
+        for (addr, node) in &mut state.nodes {
+            // In use within the last few leases: idle nodes cost nothing.
+            let in_use = node
+                .used_at
+                .is_some_and(|at| now < at.saturating_add(lease * 8));
+            if in_use && heartbeat_due(node.asked_at, node.checking, now, lease) {
+                node.asked_at = Some(now);
+                node.checking = true;
+                due.push((addr.clone(), now));
+            }
+        }
+        due
+    }
+
+    /// A check of `addr` asked for at `asked_at` came back: `Ok` with its
+    /// verdict, or `Err` (no answer in time, a dead connection). Returns
+    /// the slots the map gives it that it no longer claims.
+    pub(crate) fn checked(
+        &self,
+        addr: &str,
+        asked_at: Duration,
+        verdict: Result<Checked, String>,
+        slots_in_map: impl Iterator<Item = u16>,
+    ) -> Vec<u16> {
+        let mut state = self.state();
+        let Some(node) = state.nodes.get_mut(addr) else {
+            return Vec::new();
+        };
+        node.checking = false;
+        let id = node.id;
+        match verdict {
+            Ok(Checked::Master(claimed)) => {
+                for &(first, last) in &claimed {
+                    for slot in first..=last.min(SLOT_COUNT - 1) {
+                        state.prove(slot, id, asked_at);
+                    }
+                }
+                drop(state);
+                let claims = |slot: u16| claimed.iter().any(|&(a, b)| a <= slot && slot <= b);
+                let lost: Vec<u16> = slots_in_map.filter(|&s| !claims(s)).collect();
+                if !lost.is_empty() {
+                    tracing::debug!(
+                        addr,
+                        slots = lost.len(),
+                        "a node no longer claims slots the map gives it"
+                    );
+                    self.flush_slots(lost.iter().copied());
+                }
+                lost
+            }
+            Ok(Checked::NotServing(why)) => {
+                drop(state);
+                self.flush_node(addr, why);
+                Vec::new()
+            }
+            Err(why) => {
+                // Not proven: its lease runs out by itself. A node that
+                // does not answer gets no more.
+                drop(state);
+                self.flush_node(addr, &why);
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl crate::conn::PushSink for Cache {
+    fn pushed(&self, addr: &str, push: &[Frame]) {
+        Cache::pushed(self, addr, push);
+    }
+
+    fn closed(&self, addr: &str) {
+        self.flush_node(addr, "its tracking connection ended");
+    }
+}
+
+impl State {
+    /// `addr`'s name as the state keeps it, the node known from now on.
+    fn node(&mut self, addr: &str) -> Arc<str> {
+        if let Some((known, _)) = self.nodes.get_key_value(addr) {
+            return known.clone();
+        }
+        let id = u32::try_from(self.nodes.len() + 1).unwrap_or(u32::MAX);
+        let known: Arc<str> = Arc::from(addr);
+        self.nodes.insert(
+            known.clone(),
+            NodeState {
+                id,
+                ..NodeState::default()
+            },
+        );
+        known
+    }
+
+    /// Node `id` showed at `at` that it serves `slot`.
+    fn prove(&mut self, slot: u16, id: u32, at: Duration) {
+        if let Some(proof) = self.proven.get_mut(usize::from(slot)) {
+            if proof.0 != id || proof.1 < at {
+                *proof = (id, at);
+            }
+        }
+    }
+
+    fn epochs(&self, node: &str, slot: u16) -> Epochs {
+        Epochs {
+            everything: self.everything,
+            node: self.nodes.get(node).map_or(0, |n| n.epoch),
+            slot: self.slots.get(usize::from(slot)).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// A check's replies (`CLUSTER INFO`, `CLUSTER NODES`) read: whether the
+/// node is a master of a healthy cluster, and the slots it claims.
+pub(crate) fn read_check(info: &Frame, nodes: &Frame) -> Result<Checked, String> {
+    let text = |f: &Frame| f.text().map(|b| String::from_utf8_lossy(b).into_owned());
+    let info = text(info).ok_or_else(|| format!("CLUSTER INFO answered {info:?}"))?;
+    if !info.lines().any(|l| l.trim() == "cluster_state:ok") {
+        return Ok(Checked::NotServing(
+            "its cluster is failed (cluster_state is not ok)",
+        ));
+    }
+    let nodes = text(nodes).ok_or_else(|| format!("CLUSTER NODES answered {nodes:?}"))?;
+    let me = zaris_core::parse_cluster_nodes(&nodes)
+        .filter_map(Result::ok)
+        .find(|n| n.flags.myself)
+        .ok_or("CLUSTER NODES has no line for the node itself")?;
+    if !me.is_serving_master() {
+        return Ok(Checked::NotServing("it is not a serving master"));
+    }
+    // What it serves: its ranges, and the slots it is migrating away
+    // (their keys go by MIGRATE, which invalidates them).
+    let claimed = me
+        .slots()
+        .filter_map(|entry| match entry {
+            Ok(SlotEntry::Served { first, last }) => Some((first, last)),
+            Ok(SlotEntry::Migrating { slot, .. }) => Some((slot, slot)),
+            _ => None,
+        })
+        .collect();
+    Ok(Checked::Master(claimed))
+}
