@@ -310,6 +310,10 @@ npm-pack: web-build
 bench-node: npm-pack
     node tools/bench-node.mjs
 
+# What the client cache's checks cost the servers, and a hit against a read.
+cache-cost:
+    cargo run --release -q -p zaris-tests --bin zaris-cache-cost
+
 # How long the playground takes to analyse 1k, 10k and 100k pasted keys.
 analysis-speed: web-build
     node tools/analysis-speed.mjs

@@ -1,6 +1,6 @@
 //! The client-side cache (`Builder::client_cache`): replies to read-only
 //! single-key commands, served from memory while the rules of
-//! docs/behaviour.md §11 say they cannot be older than the lease allows.
+//! docs/behaviour.md §9 say they cannot be older than the lease allows.
 //!
 //! - Tracking: every connection speaks RESP3 with `CLIENT TRACKING ON`,
 //!   so a node pushes `invalidate` on the connection a key was read on,
@@ -553,4 +553,243 @@ pub(crate) fn read_check(info: &Frame, nodes: &Frame) -> Result<Checked, String>
         })
         .collect();
     Ok(Checked::Master(claimed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_millis(40);
+
+    fn cache() -> Cache {
+        Cache::new(CacheConfig {
+            max_bytes: 1 << 20,
+            lease: LEASE,
+        })
+    }
+
+    fn get(key: &str) -> Bytes {
+        let args: [&[u8]; 2] = [b"GET", key.as_bytes()];
+        let mut bytes = crate::codec::room_for(&args);
+        crate::codec::write_command(&mut bytes, &args);
+        bytes.freeze()
+    }
+
+    fn value(v: &str) -> Frame {
+        Frame::BulkString(Bytes::copy_from_slice(v.as_bytes()))
+    }
+
+    /// `v` stored for `key` (slot 7) from `node`, proven just now.
+    fn stored(cache: &Cache, key: &str, v: &str, node: &str) {
+        let ticket = cache.ticket();
+        let asked = cache.clock();
+        cache.store(key.as_bytes(), get(key), 7, node, ticket, &value(v));
+        cache.proven(7, node, asked);
+    }
+
+    fn hit(cache: &Cache, key: &str, owner: &str) -> Option<Frame> {
+        cache.lookup(key.as_bytes(), &get(key), 7, owner, Cacheable::Value)
+    }
+
+    #[test]
+    fn a_proven_entry_is_served_by_its_owner_only() {
+        let cache = cache();
+        stored(&cache, "k", "1", "a:1");
+        assert_eq!(hit(&cache, "k", "a:1"), Some(value("1")));
+        assert_eq!(hit(&cache, "k", "b:1"), None, "the map gives the slot to b");
+        assert_eq!(cache.counters.hits.load(Relaxed), 1);
+        assert_eq!(cache.counters.misses.load(Relaxed), 1);
+        // Another command on the same key is its own entry.
+        let strlen: [&[u8]; 2] = [b"STRLEN", b"k"];
+        assert_eq!(
+            cache.lookup(
+                b"k",
+                &crate::codec::encode(&[&strlen]),
+                7,
+                "a:1",
+                Cacheable::Value
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn without_a_fresh_proof_the_lease_lapses() {
+        let cache = cache();
+        stored(&cache, "k", "1", "a:1");
+        assert!(hit(&cache, "k", "a:1").is_some());
+        std::thread::sleep(LEASE * 2);
+        assert_eq!(hit(&cache, "k", "a:1"), None, "no proof within the lease");
+        // A check that finds it a master claiming the slot renews it.
+        let asked = cache.clock();
+        let lost = cache.checked(
+            "a:1",
+            asked,
+            Ok(Checked::Master(vec![(0, 100)])),
+            [7].into_iter(),
+        );
+        assert!(lost.is_empty());
+        assert!(hit(&cache, "k", "a:1").is_some());
+    }
+
+    #[test]
+    fn a_reply_overtaken_by_its_invalidation_is_not_stored() {
+        let cache = cache();
+        let ticket = cache.ticket();
+        // The invalidation came (on the connection, before the reply was
+        // handed on) between the request and the store.
+        cache.pushed(
+            "a:1",
+            &[value("invalidate"), Frame::Array(vec![value("k")])],
+        );
+        cache.store(b"k", get("k"), 7, "a:1", ticket, &value("old"));
+        cache.proven(7, "a:1", cache.clock());
+        assert_eq!(hit(&cache, "k", "a:1"), None);
+        // Another key's invalidation does not stop it.
+        let ticket = cache.ticket();
+        cache.pushed(
+            "a:1",
+            &[value("invalidate"), Frame::Array(vec![value("other")])],
+        );
+        cache.store(b"k", get("k"), 7, "a:1", ticket, &value("new"));
+        assert_eq!(hit(&cache, "k", "a:1"), Some(value("new")));
+        assert_eq!(cache.counters.invalidations.load(Relaxed), 2);
+        // Error replies are never stored.
+        cache.store(
+            b"e",
+            get("e"),
+            7,
+            "a:1",
+            cache.ticket(),
+            &Frame::Error("WRONGTYPE".into()),
+        );
+        assert_eq!(hit(&cache, "e", "a:1"), None);
+    }
+
+    #[test]
+    fn invalidations_and_flushes_remove_what_they_name() {
+        let cache = cache();
+        let fill = |c: &Cache| {
+            stored(c, "k", "1", "a:1");
+            stored(c, "j", "2", "a:1");
+        };
+        fill(&cache);
+        cache.pushed(
+            "a:1",
+            &[value("invalidate"), Frame::Array(vec![value("k")])],
+        );
+        assert_eq!(hit(&cache, "k", "a:1"), None);
+        assert!(hit(&cache, "j", "a:1").is_some(), "only the key named");
+        // An invalidation of every key (a null payload).
+        fill(&cache);
+        cache.pushed("a:1", &[value("invalidate"), Frame::Null]);
+        assert!(hit(&cache, "k", "a:1").is_none() && hit(&cache, "j", "a:1").is_none());
+        // The tracking connection ended.
+        fill(&cache);
+        crate::conn::PushSink::closed(&cache, "a:1");
+        assert!(hit(&cache, "k", "a:1").is_none());
+        // The slot moved in the map, or its owner stopped claiming it.
+        fill(&cache);
+        cache.flush_slots([7]);
+        assert!(hit(&cache, "k", "a:1").is_none());
+        fill(&cache);
+        let lost = cache.checked(
+            "a:1",
+            cache.clock(),
+            Ok(Checked::Master(vec![(100, 200)])),
+            [7].into_iter(),
+        );
+        assert_eq!(lost, [7]);
+        assert!(hit(&cache, "k", "a:1").is_none());
+        // A node found a replica, or not answering.
+        fill(&cache);
+        cache.checked(
+            "a:1",
+            cache.clock(),
+            Ok(Checked::NotServing("a replica")),
+            std::iter::empty(),
+        );
+        assert!(hit(&cache, "k", "a:1").is_none());
+        fill(&cache);
+        cache.checked(
+            "a:1",
+            cache.clock(),
+            Err("no answer".into()),
+            std::iter::empty(),
+        );
+        assert!(hit(&cache, "k", "a:1").is_none());
+        assert!(cache.counters.flushes.load(Relaxed) >= 6);
+    }
+
+    #[test]
+    fn a_time_to_live_counts_down_from_when_it_was_stored() {
+        let cache = cache();
+        let ttl: [&[u8]; 2] = [b"PTTL", b"t"];
+        let command = crate::codec::encode(&[&ttl]);
+        let ticket = cache.ticket();
+        cache.store(
+            b"t",
+            command.clone(),
+            7,
+            "a:1",
+            ticket,
+            &Frame::Integer(10_000),
+        );
+        cache.proven(7, "a:1", cache.clock());
+        std::thread::sleep(Duration::from_millis(5));
+        let rule = Cacheable::Countdown(zaris_core::TtlUnit::Milliseconds);
+        let Some(Frame::Integer(left)) = cache.lookup(b"t", &command, 7, "a:1", rule) else {
+            panic!("a hit");
+        };
+        assert!((9_000..10_000).contains(&left), "{left}");
+    }
+
+    #[test]
+    fn checks_read_what_the_node_says() {
+        let info = |state: &str| value(&format!("cluster_enabled:1\r\ncluster_state:{state}\r\n"));
+        let me = "07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004 myself,master - 0 0 1 connected 0-5460 [5461->-e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca]\n\
+                  e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 master - 0 0 2 connected 5462-10922\n";
+        assert_eq!(
+            read_check(&info("ok"), &value(me)),
+            Ok(Checked::Master(vec![(0, 5460), (5461, 5461)]))
+        );
+        assert!(matches!(
+            read_check(&info("fail"), &value(me)),
+            Ok(Checked::NotServing(_))
+        ));
+        let replica = me.replace(
+            "myself,master -",
+            "myself,slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca",
+        );
+        assert!(matches!(
+            read_check(&info("ok"), &value(&replica)),
+            Ok(Checked::NotServing(_))
+        ));
+        assert!(read_check(&Frame::Integer(1), &value(me)).is_err());
+    }
+
+    #[test]
+    fn the_budget_holds() {
+        let cache = Cache::new(CacheConfig {
+            max_bytes: 16 * 1024,
+            lease: LEASE,
+        });
+        let big = "v".repeat(500);
+        for i in 0..200 {
+            let key = format!("k{i}");
+            cache.store(
+                key.as_bytes(),
+                get(&key),
+                7,
+                "a:1",
+                cache.ticket(),
+                &value(&big),
+            );
+        }
+        assert!(
+            cache.bytes() > 0 && cache.bytes() <= 16 * 1024,
+            "{}",
+            cache.bytes()
+        );
+    }
 }

@@ -256,7 +256,7 @@ impl Builder {
         self
     }
 
-    /// Serves reads from memory (docs/behaviour.md §11): [`Client::get`],
+    /// Serves reads from memory (docs/behaviour.md §9): [`Client::get`],
     /// each slot's part of [`Client::mget`], and through [`Client::cmd`]
     /// the read-only single-key commands whose reply is a function of the
     /// key (`GET`, `HGET`, `HGETALL`, `LRANGE`, `SMEMBERS`, `ZRANGE`,

@@ -1,4 +1,4 @@
-//! The client cache's checks (docs/behaviour.md §11): every quarter of
+//! The client cache's checks (docs/behaviour.md §9): every quarter of
 //! the lease, each node whose entries are in use is asked `CLUSTER INFO`
 //! and `CLUSTER NODES` on its shared connection, the one its entries were
 //! read on, so any invalidation it sent before comes first. A node that

@@ -1,4 +1,4 @@
-//! The client-side cache's rules, sans-IO (docs/behaviour.md §11): which
+//! The client-side cache's rules, sans-IO (docs/behaviour.md §9): which
 //! commands a cache may answer, when a stored reply may be kept, and when
 //! a node's entries may be served.
 //!

@@ -20,6 +20,7 @@ fn a_minute_of_churn_loses_nothing_acknowledged() {
             seed: SEED,
             server: server.clone(),
             out: out.clone(),
+            script: Vec::new(),
         })
         .expect("the soak ran");
         eprintln!("{server}: {}", report.summary());

@@ -36,6 +36,7 @@ fn main() -> anyhow::Result<()> {
         seed,
         server,
         out: out.clone(),
+        script: Vec::new(),
     })?;
     println!("==> soak, seed {seed}: {}", report.summary());
     println!("    report: {}", out.join("report.json").display());

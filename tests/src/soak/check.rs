@@ -32,7 +32,7 @@ use plotters::prelude::*;
 use zaris_client::{RefreshCause, Stats};
 
 use super::nemesis::{Event, EventKind};
-use super::workload::{Finals, Sample, DEADLINE, QUEUE, TX_KEYS};
+use super::workload::{Finals, Sample, CACHE_LEASE, DEADLINE, QUEUE, TX_KEYS};
 use super::Config;
 
 /// How much later than its deadline an operation may end.
@@ -109,6 +109,27 @@ pub struct Second {
     pub refreshes: u64,
 }
 
+/// What the cached readers did, and how the bound held.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct CacheTally {
+    /// Reads through the cache that were answered.
+    pub reads: u64,
+    /// Of the cached client's cacheable reads: answered from memory, and
+    /// sent to a node.
+    pub hits: u64,
+    /// See `hits`.
+    pub misses: u64,
+    /// Keys the nodes invalidated, and flushes of a slot, node or all.
+    pub invalidations: u64,
+    /// See `invalidations`.
+    pub flushes: u64,
+    /// Reads inside the lease after a write that returned an older value:
+    /// allowed, and what shows the bound is not vacuous.
+    pub stale_inside_lease: u64,
+    /// Reads that broke the bound.
+    pub violations: u64,
+}
+
 /// The soak's figures and verdict. The checks, each miss a violation,
 /// are those of this module's own documentation: durable writes never
 /// lost; plain writes and appends lost only inside a lossy event's window;
@@ -155,6 +176,9 @@ pub struct Report {
     pub memory_kib: [u64; 2],
     /// Sharded pub/sub: published, received, gaps told.
     pub pubsub: [u64; 3],
+    /// The cached readers, held to the cache's bound.
+    #[serde(default)]
+    pub cache: CacheTally,
     /// Each second.
     pub timeline: Vec<Second>,
     /// Every check that failed.
@@ -251,7 +275,16 @@ struct Register {
     durable: bool,
     /// The highest acknowledged `n`, and when it was acknowledged.
     acked: Option<(u64, f64)>,
+    /// Every acknowledged `n`, with when.
+    acks: Vec<(u64, f64)>,
     written: HashSet<String>,
+}
+
+/// A read through the client cache: key, value, invoked (ms).
+struct CachedRead {
+    key: String,
+    value: String,
+    invoked: f64,
 }
 
 /// A list's values ever appended, and the acknowledged ones with when.
@@ -276,7 +309,7 @@ pub(crate) fn judge(
     events: &[Event],
     finals: &Finals,
     samples: &[Sample],
-    stats: [&Stats; 2],
+    stats: [&Stats; 4],
 ) -> anyhow::Result<Report> {
     let mut report = Report {
         server: config.server.clone(),
@@ -304,6 +337,7 @@ pub(crate) fn judge(
         .sum();
     let lossy = |at: f64| in_lossy_window(events, at);
     check_registers(&seen, finals, &lossy, &mut report, &mut violations);
+    check_cache(&seen, &stats[2..], &mut report, &mut violations);
     check_lists(&seen, finals, &lossy, &mut report, &mut violations);
     check_counters(&seen, finals, &mut report, &mut violations);
     check_refreshes(events, stats, &mut report, &mut violations);
@@ -334,6 +368,7 @@ fn in_lossy_window(events: &[Event], at: f64) -> bool {
 struct Observed {
     registers: HashMap<String, Register>,
     reads: Vec<(String, String)>,
+    cached_reads: Vec<CachedRead>,
     appends: HashMap<String, Appended>,
     counters: HashMap<String, Counted>,
     multi_written: HashSet<String>,
@@ -365,6 +400,7 @@ impl Observed {
         let mut seen = Observed {
             registers: HashMap::new(),
             reads: Vec::new(),
+            cached_reads: Vec::new(),
             appends: HashMap::new(),
             counters: HashMap::new(),
             multi_written: HashSet::from(["-".to_owned()]),
@@ -434,10 +470,19 @@ impl Observed {
                             if r.acked.is_none_or(|(m, _)| n > m) {
                                 r.acked = Some((n, op.completed));
                             }
+                            r.acks.push((n, op.completed));
                         }
                     }
                 }
                 "dr" | "pr" if op.ok => seen.reads.push((op.key.to_owned(), op.value.to_owned())),
+                "cr" if op.ok => {
+                    seen.reads.push((op.key.to_owned(), op.value.to_owned()));
+                    seen.cached_reads.push(CachedRead {
+                        key: op.key.to_owned(),
+                        value: op.value.to_owned(),
+                        invoked: op.invoked,
+                    });
+                }
                 "ap" | "push" => {
                     let (written, acked) = seen.appends.entry(op.key.to_owned()).or_default();
                     written.insert(op.value.to_owned());
@@ -543,6 +588,58 @@ fn check_registers(
             }
         }
     }
+}
+
+/// The cached readers against the client cache's bound
+/// (docs/behaviour.md §9): a read that starts more than the lease after a
+/// durable write was acknowledged returns it or a later one. Reads inside
+/// the lease that returned an older value are counted (the bound is not
+/// vacuous when some happen), as are hits (most reads in steady state).
+fn check_cache(
+    seen: &Observed,
+    stats: &[&Stats],
+    report: &mut Report,
+    violations: &mut Vec<String>,
+) {
+    let lease = CACHE_LEASE.as_secs_f64() * 1000.0;
+    let sum = |count: fn(&Stats) -> u64| stats.iter().map(|s| count(s)).sum();
+    let mut tally = CacheTally {
+        reads: seen.cached_reads.len() as u64,
+        hits: sum(|s| s.cache_hits),
+        misses: sum(|s| s.cache_misses),
+        invalidations: sum(|s| s.cache_invalidations),
+        flushes: sum(|s| s.cache_flushes),
+        ..CacheTally::default()
+    };
+    for read in &seen.cached_reads {
+        let Some(register) = seen.registers.get(&read.key) else {
+            continue;
+        };
+        let got = sequence(&read.value).map_or(0, |(_, n)| n);
+        // The newest write acknowledged more than the lease before the
+        // read began: the read must see it or a later one.
+        let due = register
+            .acks
+            .iter()
+            .filter(|&&(_, at)| at + lease < read.invoked)
+            .map(|&(n, _)| n)
+            .max();
+        if let Some(due) = due.filter(|&due| got < due) {
+            tally.violations += 1;
+            violations.push(format!(
+                "{}: a cached read at {:.1} s returned {:?}, older than {due}, acknowledged more than {lease:.0} ms before",
+                read.key,
+                read.invoked / 1000.0,
+                read.value
+            ));
+        }
+        let inside = register
+            .acks
+            .iter()
+            .any(|&(n, at)| n > got && at < read.invoked && read.invoked <= at + lease);
+        tally.stale_inside_lease += u64::from(inside);
+    }
+    report.cache = tally;
 }
 
 /// Lists and the queue: every acknowledged append present once, nothing
@@ -700,7 +797,7 @@ fn check_counters(
 /// plus the polls).
 fn check_refreshes(
     events: &[Event],
-    stats: [&Stats; 2],
+    stats: [&Stats; 4],
     report: &mut Report,
     violations: &mut Vec<String>,
 ) {
@@ -711,7 +808,7 @@ fn check_refreshes(
         .map(|e| (e.end_ms - e.start_ms) / REFRESH_INTERVAL_MS + 2.0)
         .sum::<f64>()
         + 2.0;
-    report.refresh_bound = (2.0 * per_client) as u64 + polls;
+    report.refresh_bound = (stats.len() as f64 * per_client) as u64 + polls;
     report.refreshes_per_event =
         report.refreshes.saturating_sub(polls) as f64 / events.len().max(1) as f64;
     if report.refreshes > report.refresh_bound {

@@ -35,6 +35,9 @@ pub struct Config {
     pub server: String,
     /// Where the report, the timeline and the history go.
     pub out: PathBuf,
+    /// Empty: events drawn from the seed for `seconds`. Otherwise these,
+    /// in order, 2 s apart, then 2 s more of workload (`seconds` unused).
+    pub script: Vec<EventKind>,
 }
 
 pub use crate::keys::Rng;
@@ -126,7 +129,13 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
     let until = Duration::from_secs(config.seconds);
     let started = Instant::now();
     let mut last_progress = Instant::now();
-    while started.elapsed() < until {
+    for &kind in &config.script {
+        nemesis.play(kind, Duration::from_secs(2));
+    }
+    if !config.script.is_empty() {
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    while config.script.is_empty() && started.elapsed() < until {
         nemesis.next_event(until.saturating_sub(started.elapsed()));
         if last_progress.elapsed() >= Duration::from_secs(10) {
             last_progress = Instant::now();
@@ -149,6 +158,8 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
     let finals = rt.block_on(workload::read_back(&clients))?;
     let stats = clients.plain.stats();
     let durable_stats = clients.durable.stats();
+    let cached_stats = clients.cached.stats();
+    let rare_stats = clients.cached_rare.stats();
     drop(history);
     drop(clients);
     let operations = writer
@@ -162,7 +173,7 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
         &events,
         &finals,
         &samples,
-        [&stats, &durable_stats],
+        [&stats, &durable_stats, &cached_stats, &rare_stats],
     )?;
     std::fs::write(
         config.out.join("report.json"),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zaris_core::slot_for_key;
 
-use super::workload::{register, COUNTERS, KEYS_PER_WRITER, LISTS, WRITERS};
+use super::workload::{register, COUNTERS, KEYS_PER_WRITER, LISTS, RARE_WRITER, WRITERS};
 use super::{Clock, Rng};
 use crate::cluster::Cluster;
 use crate::proxy::{Faults, Flow};
@@ -33,13 +33,14 @@ pub enum EventKind {
     KillReplica,
     /// `SIGSTOP` of a master for 500 ms, under the node time-out.
     FreezeShort,
-    /// `SIGSTOP` of a master until the cluster fails it over.
+    /// `SIGSTOP` of a master until the cluster fails it over, and 2 s on.
     FreezeLong,
     /// 50 ms added to every reply of a master for 2 s (proxy).
     Latency,
     /// Every client connection to a master closed (proxy).
     DropConnections,
-    /// A master cut off from the network until failed over (proxy).
+    /// A master cut off from the network until failed over, and 2 s on
+    /// (proxy).
     Partition,
     /// A master's replies held for 1.5 s, requests still delivered (proxy).
     CutOneWay,
@@ -80,6 +81,10 @@ impl EventKind {
         )
     }
 }
+
+/// How long a long freeze or a partition lasts past the failover it
+/// causes.
+const OUTLASTS_FAILOVER: Duration = Duration::from_secs(2);
 
 /// Moves `slot` from `from` to `to` as an operator's tool does: marked
 /// importing and migrating, its keys moved fifty at a time with a pause (so
@@ -168,6 +173,7 @@ impl Nemesis {
                 keys.push(register(false, &w.to_string(), k));
             }
         }
+        keys.extend((0..KEYS_PER_WRITER).map(|k| register(true, RARE_WRITER, k)));
         keys.extend(LISTS.iter().map(|l| (*l).to_owned()));
         keys.extend((0..COUNTERS).map(|i| format!("ctr:{i}")));
         let mut hot_slots: Vec<u16> = keys.iter().map(|k| slot_for_key(k.as_bytes())).collect();
@@ -198,6 +204,20 @@ impl Nemesis {
         if left <= pause + Duration::from_secs(1) {
             return;
         }
+        self.happen(kind, slot);
+    }
+
+    /// `kind` next, after `pause`, on a slot drawn from the seed: a
+    /// scripted soak plays each kind it names.
+    pub(crate) fn play(&mut self, kind: EventKind, pause: Duration) {
+        let slot = self.schedule.next_draw().slot;
+        std::thread::sleep(pause);
+        self.happen(kind, slot);
+    }
+
+    /// `kind` on the workload's `slot`th slot, timed, the cluster healthy
+    /// again after it.
+    fn happen(&mut self, kind: EventKind, slot: usize) {
         let slot = self.hot_slots[slot % self.hot_slots.len()];
         let start_ms = self.clock.ms();
         let mut node = usize::MAX;
@@ -321,6 +341,9 @@ impl Nemesis {
             EventKind::FreezeLong => {
                 c.freeze(master)?;
                 let waited = c.wait_failover_of(master, slot);
+                // Away on past its replica's takeover, as a paused VM is:
+                // whoever still trusts it must find out by themselves.
+                sleep(OUTLASTS_FAILOVER);
                 c.thaw(master)?;
                 waited?;
                 c.wait_steps_down(master)?;
@@ -334,6 +357,7 @@ impl Nemesis {
             EventKind::Partition => {
                 c.partition(master, true)?;
                 let waited = c.wait_failover_of(master, slot);
+                sleep(OUTLASTS_FAILOVER);
                 c.partition(master, false)?;
                 waited?;
                 c.wait_steps_down(master)?;

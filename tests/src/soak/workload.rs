@@ -9,7 +9,13 @@
 //! - `MSET`/`MGET` across slots; pipelines of mixed commands;
 //! - one-slot transactions (two counters that must stay equal);
 //! - blocking pops of a queue fed by a producer;
-//! - sharded pub/sub.
+//! - sharded pub/sub;
+//! - cached readers (`Builder::client_cache`) of the durable registers,
+//!   whose every read the checker holds to the cache's bound; and, on a
+//!   client of their own, cached readers of registers written only every
+//!   100 ms (writer `r`): their reads nearly all hit, so a node that stops
+//!   answering is found by the cache's own checks, not by a read that
+//!   missed and timed out.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use zaris_client::{Client, Error, Received, Value};
+use zaris_client::{CacheConfig, Client, Error, Received, Value};
 
 use super::{Clock, History};
 
@@ -37,16 +43,29 @@ pub(crate) const TX_KEYS: [&str; 2] = ["{tx}:a", "{tx}:b"];
 pub(crate) const QUEUE: &str = "queue:{j}";
 const CHANNEL: &str = "news:{s}";
 
+/// The cached readers' lease: a read that starts more than this long
+/// after a durable register write was acknowledged must see it.
+pub(crate) const CACHE_LEASE: Duration = Duration::from_millis(250);
+/// Tasks reading through the cache.
+pub(crate) const CACHED_READERS: usize = 4;
+/// The writer of the registers written rarely, and its pause.
+pub(crate) const RARE_WRITER: &str = "r";
+const RARE_PAUSE: Duration = Duration::from_millis(100);
+
 /// A register key: `dreg:w:k` (durable) or `preg:w:k` (plain).
 pub(crate) fn register(durable: bool, writer: &str, k: usize) -> String {
     format!("{}:{writer}:{k}", if durable { "dreg" } else { "preg" })
 }
 
-/// The soak's two clients: plain writes, and durable ones (`WAIT 1`).
+/// The soak's clients: plain writes, durable ones (`WAIT 1`), and reads
+/// through the client cache.
 #[derive(Clone)]
 pub(crate) struct Clients {
     pub(crate) plain: Client,
     pub(crate) durable: Client,
+    pub(crate) cached: Client,
+    /// Reads only the rarely written registers, through its own cache.
+    pub(crate) cached_rare: Client,
 }
 
 impl Clients {
@@ -61,6 +80,20 @@ impl Clients {
             plain: builder().connect(seeds).await?,
             durable: builder()
                 .durable_writes(1, Duration::from_secs(1))
+                .connect(seeds)
+                .await?,
+            cached: builder()
+                .client_cache(CacheConfig {
+                    lease: CACHE_LEASE,
+                    ..CacheConfig::default()
+                })
+                .connect(seeds)
+                .await?,
+            cached_rare: builder()
+                .client_cache(CacheConfig {
+                    lease: CACHE_LEASE,
+                    ..CacheConfig::default()
+                })
                 .connect(seeds)
                 .await?,
         })
@@ -149,7 +182,73 @@ pub(crate) fn spawn(
         stop.clone(),
     )));
     tasks.push(rt.spawn(pubsub(clients.plain.clone(), history.clone(), stop.clone())));
+    let busy: Vec<String> = (0..WRITERS)
+        .flat_map(|w| (0..KEYS_PER_WRITER).map(move |k| register(true, &w.to_string(), k)))
+        .collect();
+    for t in 0..CACHED_READERS {
+        tasks.push(rt.spawn(cached_reads(
+            clients.cached.clone(),
+            busy.clone(),
+            t,
+            history.clone(),
+            stop.clone(),
+        )));
+    }
+    tasks.push(rt.spawn(rare_writes(
+        clients.durable.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    // One reader a key: a read that waits on a dead node holds up no
+    // other key's reads, so the others go on hitting as long as the cache
+    // lets them.
+    for k in 0..KEYS_PER_WRITER {
+        tasks.push(rt.spawn(cached_reads(
+            clients.cached_rare.clone(),
+            vec![register(true, RARE_WRITER, k)],
+            k + CACHED_READERS,
+            history.clone(),
+            stop.clone(),
+        )));
+    }
     tasks
+}
+
+/// Durable writes of writer `r`'s registers, one every 100 ms.
+async fn rare_writes(client: Client, history: History, stop: Arc<AtomicBool>) {
+    let mut draws = 0x4A4E_0001u64;
+    let mut n = 0u64;
+    while !done(&stop) {
+        n += 1;
+        let key = register(true, RARE_WRITER, pick(&mut draws, KEYS_PER_WRITER));
+        let value = format!("{RARE_WRITER}.{n}");
+        let at = history.clock.ms();
+        let outcome = client.set(&key, &value).await;
+        history.record("dw", &key, &value, at, outcome);
+        tokio::time::sleep(RARE_PAUSE).await;
+    }
+}
+
+/// Reads of `keys` (durable registers) through the cache (`cr`), a
+/// millisecond apart: most hit, and each is judged against the writes
+/// before it.
+async fn cached_reads(
+    client: Client,
+    keys: Vec<String>,
+    t: usize,
+    history: History,
+    stop: Arc<AtomicBool>,
+) {
+    let mut draws = 0xCAC4_E5EEu64 + t as u64;
+    while !done(&stop) {
+        let key = &keys[pick(&mut draws, keys.len())];
+        let at = history.clock.ms();
+        match client.get(&key).await {
+            Ok(value) => history.record::<Error>("cr", key, &text(value), at, Ok(())),
+            Err(e) => history.record("cr", key, "-", at, Err(e)),
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 fn done(stop: &AtomicBool) -> bool {
@@ -465,10 +564,11 @@ pub(crate) async fn read_back(clients: &Clients) -> Result<Finals, Error> {
     let client = &clients.plain;
     let mut finals = Finals::default();
     let mut keys: Vec<String> = Vec::new();
-    for w in (0..WRITERS)
-        .map(|w| w.to_string())
-        .chain(["p".to_owned(), "s".to_owned()])
-    {
+    for w in (0..WRITERS).map(|w| w.to_string()).chain([
+        "p".to_owned(),
+        "s".to_owned(),
+        RARE_WRITER.to_owned(),
+    ]) {
         for k in 0..KEYS_PER_WRITER {
             keys.push(register(true, &w, k));
             keys.push(register(false, &w, k));
