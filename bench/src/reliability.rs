@@ -86,7 +86,7 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
             escape(file)
         );
     }
-    let rows: [(&str, String); 14] = [
+    let rows: [(&str, String); 16] = [
         ("operations", number(report, &["all", "operations"], 0)),
         ("succeeded", percent(report, &["all", "ratio"], 4)),
         (
@@ -140,6 +140,23 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
                 "{} / {}",
                 number(report, &["memory_kib", "0"], 0),
                 number(report, &["memory_kib", "1"], 0)
+            ),
+        ),
+        (
+            "reads through the client cache (hits / misses)",
+            format!(
+                "{} ({} / {})",
+                number(report, &["cache", "reads"], 0),
+                number(report, &["cache", "hits"], 0),
+                number(report, &["cache", "misses"], 0)
+            ),
+        ),
+        (
+            "cached reads inside the lease that saw an older value / past it (bound: 0)",
+            format!(
+                "{} / {}",
+                number(report, &["cache", "stale_inside_lease"], 0),
+                number(report, &["cache", "violations"], 0)
             ),
         ),
         ("violations", violations.len().to_string()),
@@ -253,7 +270,7 @@ fn history_section(html: &mut String, history: &[Value]) {
 }
 
 const CHECKS: &str = r"<h2>What is checked</h2>
-<p>Every operation of the workload is recorded (invoke, complete, outcome, value) and judged at the end, key by key, against the cluster's final state: every acknowledged durable write (<code>WAIT 1</code>) is present; plain writes and list appends are lost only inside the window of an event that can lose them (a <code>kill -9</code>, a long freeze, a partition, a forced takeover), and are counted; no read returns a value never written; a value appears twice only when some attempt's outcome was unknown; counters end between their acknowledged increments and those plus the unknown ones; compare-and-set chains have no fork and no gap; a transaction's two counters stay equal; no operation ends more than 100 ms past its deadline; map refreshes stay under one per refresh interval (500 ms) each event lasts, plus two, per client, plus the polls; and the process's memory at the end is at most 1.25x what it was 10 s in, plus 16 MiB.</p>
+<p>Every operation of the workload is recorded (invoke, complete, outcome, value) and judged at the end, key by key, against the cluster's final state: every acknowledged durable write (<code>WAIT 1</code>) is present; plain writes and list appends are lost only inside the window of an event that can lose them (a <code>kill -9</code>, a long freeze, a partition, a forced takeover), and are counted; no read returns a value never written; a value appears twice only when some attempt's outcome was unknown; counters end between their acknowledged increments and those plus the unknown ones; compare-and-set chains have no fork and no gap; a transaction's two counters stay equal; no operation ends more than 100 ms past its deadline; map refreshes stay under one per refresh interval (500 ms) each event lasts, plus two, per client, plus the polls; the process's memory at the end is at most 1.25x what it was 10 s in, plus 16 MiB; and every read through the client cache that starts more than its lease (250 ms) after a durable write was acknowledged returns that write or a later one.</p>
 ";
 
 const HEADER: &str = r#"<header>

@@ -137,5 +137,58 @@ fn requests_redirects_refreshes_and_latency_reach_the_recorder() {
                 "{server}: no in-flight gauge for {addr}"
             );
         }
+        // The client cache's counters: the same as its Stats.
+        let cached = rt
+            .block_on(
+                Client::builder()
+                    .env(no_env)
+                    .client_cache(zaris_client::CacheConfig::default())
+                    .connect(&cluster.addrs()),
+            )
+            .expect("connect");
+        let before = read(&snapshotter);
+        rt.block_on(async {
+            for _ in 0..3 {
+                for key in &keys {
+                    cached.get(key).await.unwrap();
+                }
+            }
+            client.set("m:0", "w").await.unwrap();
+            // The invalidation is pushed at once; a read after it misses.
+            for _ in 0..100 {
+                if cached.stats().cache_invalidations > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let after = read(&snapshotter);
+        let delta = |name: &str, labels: &[&str]| {
+            counter(&after, name, labels) - counter(&before, name, labels)
+        };
+        let stats = cached.stats();
+        assert!(stats.cache_hits >= 100, "{server}: {stats:?}");
+        assert_eq!(
+            delta("zaris_cache_total", &["event=hit"]),
+            stats.cache_hits,
+            "{server}"
+        );
+        assert_eq!(
+            delta("zaris_cache_total", &["event=miss"]),
+            stats.cache_misses,
+            "{server}"
+        );
+        assert_eq!(
+            delta("zaris_cache_total", &["event=invalidation"]),
+            stats.cache_invalidations,
+            "{server}"
+        );
+        assert!(stats.cache_invalidations >= 1, "{server}: {stats:?}");
+        assert!(
+            after.iter().any(|(k, n, _, v)| *k == MetricKind::Gauge
+                && n == "zaris_cache_bytes"
+                && matches!(v, DebugValue::Gauge(g) if g.into_inner() > 0.0)),
+            "{server}: the cache's bytes"
+        );
     }
 }

@@ -31,7 +31,11 @@ fn totals(info: &str) -> (u64, u64) {
     info.lines()
         .filter(|l| l.starts_with("cmdstat_"))
         .map(|l| {
-            let name = l.split(':').next().unwrap_or("").trim_start_matches("cmdstat_");
+            let name = l
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("cmdstat_");
             stat(info, name)
         })
         .fold((0, 0), |(c, u), (c2, u2)| (c + c2, u + u2))
