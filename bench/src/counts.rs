@@ -249,6 +249,16 @@ fn usage() -> libc::rusage {
     }
 }
 
+/// Whether this process runs as root (the tracepoints need it).
+#[must_use]
+pub fn is_root() -> bool {
+    // SAFETY: geteuid reads the calling process's effective user id.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::geteuid() == 0
+    }
+}
+
 /// Context switches of this process so far (every thread, ended ones
 /// included): voluntary (it waited) and involuntary (it was preempted).
 #[must_use]

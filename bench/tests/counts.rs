@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use zaris_bench::counts::SyscallCounter;
+use zaris_bench::counts::{is_root, SyscallCounter};
 
 /// Held by each test: the counters see the whole process.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -94,13 +94,5 @@ fn counter() -> Option<(MutexGuard<'static, ()>, SyscallCounter)> {
             None
         }
         Err(e) => panic!("root, yet no counters: {e}"),
-    }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid reads the calling process's effective user id.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::geteuid() == 0
     }
 }
