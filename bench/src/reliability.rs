@@ -86,7 +86,7 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
             escape(file)
         );
     }
-    let rows: [(&str, String); 16] = [
+    let mut rows: Vec<(&str, String)> = vec![
         ("operations", number(report, &["all", "operations"], 0)),
         ("succeeded", percent(report, &["all", "ratio"], 4)),
         (
@@ -142,7 +142,10 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
                 number(report, &["memory_kib", "1"], 0)
             ),
         ),
-        (
+    ];
+    // Soaks recorded before the client cache had readers say nothing of it.
+    if report["cache"].is_object() {
+        rows.push((
             "reads through the client cache (hits / misses)",
             format!(
                 "{} ({} / {})",
@@ -150,17 +153,18 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
                 number(report, &["cache", "hits"], 0),
                 number(report, &["cache", "misses"], 0)
             ),
-        ),
-        (
+        ));
+        rows.push((
             "cached reads inside the lease that saw an older value / past it (bound: 0)",
             format!(
                 "{} / {}",
                 number(report, &["cache", "stale_inside_lease"], 0),
                 number(report, &["cache", "violations"], 0)
             ),
-        ),
-        ("violations", violations.len().to_string()),
-    ];
+        ));
+    }
+    rows.push(("violations", violations.len().to_string()));
+
     let mut table = Table::new("figures", &["figure", "value"], "");
     for (what, value) in rows {
         table.row(None, [Cell::text(what), Cell::text(&value)]);
@@ -315,6 +319,16 @@ mod tests {
         ));
         assert!(html.contains(r#"src="soak-timeline.svg""#));
         assert!(render(None, &[], None).contains("No soak is recorded yet"));
+        assert!(
+            !html.contains("(hits / misses)"),
+            "an old report says nothing of it"
+        );
+        let mut cached = report.clone();
+        cached["cache"] = serde_json::json!({"reads": 10, "hits": 8, "misses": 2,
+            "stale_inside_lease": 1, "violations": 0});
+        let html = render(Some(&cached), &[], None);
+        assert!(html.contains(r#"(hits / misses)</td><td data-label="value">10 (8 / 2)</td>"#));
+        assert!(html.contains(r#"(bound: 0)</td><td data-label="value">1 / 0</td>"#));
     }
 
     #[test]
