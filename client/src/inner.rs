@@ -6,7 +6,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
@@ -62,7 +61,7 @@ impl Inner {
             registry.node(seed);
         }
         let state = std::collections::hash_map::RandomState::new();
-        let marker_prefix = std::hash::BuildHasher::hash_one(&state, Instant::now());
+        let marker_prefix = std::hash::BuildHasher::hash_one(&state, std::time::Instant::now());
         Self {
             config,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),

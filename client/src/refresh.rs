@@ -4,7 +4,9 @@
 //! (single flight, debounce, loops, the vote) are in `gate.rs`.
 
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tracing::Instrument;

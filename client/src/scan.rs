@@ -27,7 +27,9 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use zaris_core::{parse_cluster_nodes, slot_for_key, SlotEntry, SLOT_COUNT};

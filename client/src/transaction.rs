@@ -13,7 +13,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 

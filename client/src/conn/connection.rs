@@ -38,9 +38,9 @@ impl Connection {
                 tokio::spawn(drive(shared.clone()));
                 shared
             }
-            Either::Right(tls) => {
+            Either::Right(stream) => {
                 let shared = Shared::new(None, limits, addr);
-                tokio::spawn(drive_stream(tls, shared.clone()));
+                tokio::spawn(drive_stream(stream, shared.clone()));
                 shared
             }
         };
@@ -65,7 +65,7 @@ impl Connection {
         replies: usize,
         timeout: Duration,
     ) -> Result<Frames, ConnError> {
-        let until = std::time::Instant::now() + timeout.min(FAR);
+        let until = Instant::now() + timeout.min(FAR);
         self.request_in(bytes, replies, until, None).await
     }
 
@@ -76,7 +76,7 @@ impl Connection {
         &self,
         bytes: &[u8],
         replies: usize,
-        until: std::time::Instant,
+        until: Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Frames, ConnError> {
         let (done, mut reply) = oneshot::channel();
@@ -84,7 +84,7 @@ impl Connection {
             id: 0,
             replies,
             done: Some(done),
-            deadline: Instant::from_std(until),
+            deadline: until,
             _room: room,
         };
         let Some(me) = self.shared.submit(bytes, slot)? else {
@@ -95,5 +95,15 @@ impl Connection {
     }
 }
 
-/// A socket to a node: plain TCP, or TLS over it.
-pub(crate) type Stream = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+/// A socket to a node: plain TCP (the fast path: a lone caller reads and
+/// writes it itself), or any other byte stream through the task alone (TLS
+/// over TCP; with the `sim` feature, a simulated network's stream).
+pub(crate) type Stream = Either<TcpStream, Box<dyn Io>>;
+
+/// A byte stream the connection's task can drive.
+pub(crate) trait Io:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static
+{
+}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Io for T {}

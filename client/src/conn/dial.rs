@@ -201,17 +201,31 @@ pub(crate) async fn open(
 ) -> Result<Stream, ConnError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let dial = options.dial_address(addr);
-    let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
-        .await
-        .map_err(|_| ConnError::TimedOut)??;
-    stream
-        .set_nodelay(true)
-        .map_err(|e| ConnError::Reset(e.to_string()))?;
-    match &options.tls {
-        None => Ok(Either::Left(stream)),
-        Some(config) => Ok(Either::Right(
-            tls_handshake(config, addr, &dial, stream, deadline).await?,
-        )),
+    #[cfg(feature = "sim")]
+    {
+        // The simulated network (turmoil): every stream through the task.
+        let _ = options;
+        let stream =
+            tokio::time::timeout_at(deadline, turmoil::net::TcpStream::connect(dial.as_str()))
+                .await
+                .map_err(|_| ConnError::TimedOut)?
+                .map_err(|e| ConnError::Refused(format!("{addr}: {e}")))?;
+        Ok(Either::Right(Box::new(stream)))
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
+            .await
+            .map_err(|_| ConnError::TimedOut)??;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| ConnError::Reset(e.to_string()))?;
+        match &options.tls {
+            None => Ok(Either::Left(stream)),
+            Some(config) => Ok(Either::Right(Box::new(
+                tls_handshake(config, addr, &dial, stream, deadline).await?,
+            ))),
+        }
     }
 }
 

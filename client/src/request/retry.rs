@@ -4,7 +4,9 @@
 //! wants ([`Wait`]).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use zaris_core::{Decision, KvStatus, Outcome, RetryLoop, TransportFailure};
 

@@ -5,7 +5,9 @@
 //! unsent, for one (docs/behaviour.md §3).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures_util::future::join_all;
 use smallvec::SmallVec;
