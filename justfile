@@ -25,6 +25,7 @@ test: lint
     @echo "==> workspace tests (unit, property, doc, real servers)"
     ZARIS_EXPECT_CLMUL=1 cargo test --workspace
     cargo test -q -p zaris-client --features metrics --test metrics
+    just test-sim
     just test-engines
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
@@ -38,6 +39,12 @@ test: lint
     just test-web
     just package
     just msrv
+
+# The real client in turmoil's simulated time (sim/, a workspace of its
+# own: the client's `sim` feature must never reach the main builds).
+test-sim:
+    @echo "==> the client in a deterministic simulation (sim/)"
+    CARGO_TARGET_DIR=target cargo test --manifest-path sim/Cargo.toml
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
@@ -82,6 +89,8 @@ lint:
     cargo clippy -p zaris-core --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
     cargo fmt --manifest-path python/Cargo.toml -- --check
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
+    cargo fmt --manifest-path sim/Cargo.toml -- --check
+    CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
     cargo fmt --manifest-path baremetal/Cargo.toml -- --check
     cd baremetal && cargo clippy --release -- -D warnings
     @echo "==> rustdoc, warnings denied"

@@ -315,7 +315,7 @@ mod tests {
         let next = gate.next_allowed();
         let left = next.saturating_duration_since(Instant::now());
         assert!(left <= Duration::from_millis(500), "{left:?}");
-        tokio::time::sleep_until(next.into()).await;
+        tokio::time::sleep_until(next).await;
         let after = gate
             .refresh(
                 &counters,

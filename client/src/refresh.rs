@@ -106,7 +106,7 @@ impl Inner {
     ) -> Refreshed {
         let next = self.gate.next_allowed().max(not_before);
         let at = not_after.map_or(next, |latest| next.min(latest));
-        tokio::time::sleep_until(at.into()).await;
+        tokio::time::sleep_until(at).await;
         self.refresh(cause, wait).await
     }
 

@@ -79,6 +79,7 @@ fn crates_depend_downward() {
         ("baremetal", &["zaris-core"][..]),
         ("bench", &["zaris-core"][..]),
         ("tests", &["zaris-core", "zaris-client"][..]),
+        ("sim", &["zaris-core", "zaris-client"][..]),
         ("core/fuzz", &["zaris-core"][..]),
         ("client/fuzz", &["zaris-client"][..]),
         ("wasm/fuzz", &["zaris-wasm"][..]),

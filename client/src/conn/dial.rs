@@ -232,6 +232,7 @@ pub(crate) async fn open(
 /// A TCP connection to `dial`, the address of the node known as `addr`.
 /// A name that does not resolve gets its own error: clusters behind NAT or
 /// in containers announce addresses only they can resolve.
+#[cfg_attr(feature = "sim", allow(dead_code))]
 async fn tcp_connect(addr: &str, dial: &str) -> Result<TcpStream, ConnError> {
     let resolved: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(dial).await {
         Ok(resolved) => resolved.collect(),
@@ -260,6 +261,7 @@ async fn tcp_connect(addr: &str, dial: &str) -> Result<TcpStream, ConnError> {
 
 /// The TLS handshake on `stream`, verifying the certificate against the
 /// host dialed (`dial`, after any address mapping), by `deadline`.
+#[cfg_attr(feature = "sim", allow(dead_code))]
 async fn tls_handshake(
     config: &Arc<rustls::ClientConfig>,
     addr: &str,

@@ -24,6 +24,7 @@ pub(crate) enum ConnError {
     /// The TLS handshake failed (certificate, protocol, a plain-text port).
     Tls(String),
     /// The address does not resolve here (an announced hostname).
+    #[cfg_attr(feature = "sim", allow(dead_code))]
     Unresolved(String),
     /// No reply yet from a node that had stopped answering, and the map
     /// has moved the slot (where, in words): the wait was given up (the

@@ -141,7 +141,7 @@ impl Inner {
         }
         if let Some(until) = wait.until {
             // The delay runs from the failure; the refresh spent part of it.
-            tokio::time::sleep_until(until.into()).await;
+            tokio::time::sleep_until(until).await;
         }
     }
 

@@ -227,7 +227,7 @@ impl Inner {
         tokio::select! {
             room = share.node.admit(requests) => Ok(room),
             to = moved => Err(ConnError::Saturated(format!("{}; its slot is {to}", full()))),
-            () = tokio::time::sleep_until(until.into()) => Err(ConnError::Saturated(full())),
+            () = tokio::time::sleep_until(until) => Err(ConnError::Saturated(full())),
         }
     }
 
