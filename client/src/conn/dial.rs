@@ -141,35 +141,30 @@ pub(crate) async fn connect(
     if let (true, Some(sink)) = (options.resp3, &options.tracking) {
         // Pushes go to the sink before the reply that turns tracking on.
         conn.send_pushes_to(sink.clone());
-        match conn
-            .request(&encode(&[&[b"CLIENT", b"TRACKING", b"ON"]]), 1, timeout)
-            .await?
-            .pop()
-        {
-            Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => {}
-            other => {
-                return Err(ConnError::Protocol(format!(
-                    "{addr} answered CLIENT TRACKING ON with {other:?}"
-                )))
-            }
-        }
+        expect_ok(&conn, addr, &[b"CLIENT", b"TRACKING", b"ON"], timeout).await?;
     }
     if options.readonly {
-        match conn
-            .request(&encode(&[&[b"READONLY"]]), 1, timeout)
-            .await?
-            .pop()
-        {
-            Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => {}
-            other => {
-                return Err(ConnError::Protocol(format!(
-                    "{addr} answered READONLY with {other:?}"
-                )))
-            }
-        }
+        expect_ok(&conn, addr, &[b"READONLY"], timeout).await?;
     }
     tracing::debug!(addr, tls = options.tls.is_some(), "connected");
     Ok(conn)
+}
+
+/// `command` on `conn` (to `addr`), answered `+OK`, or a protocol error
+/// naming what it answered.
+async fn expect_ok(
+    conn: &Connection,
+    addr: &str,
+    command: &[&[u8]],
+    timeout: Duration,
+) -> Result<(), ConnError> {
+    match conn.request(&encode(&[command]), 1, timeout).await?.pop() {
+        Some(Frame::SimpleString(ok)) if &ok[..] == b"OK" => Ok(()),
+        other => Err(ConnError::Protocol(format!(
+            "{addr} answered {} with {other:?}",
+            String::from_utf8_lossy(&command.join(&b' '))
+        ))),
+    }
 }
 
 /// `AUTH` with `credentials` on `conn` (to `addr`).
