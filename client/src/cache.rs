@@ -93,8 +93,8 @@ struct Epochs {
 #[derive(Clone)]
 struct Weigh;
 
-impl quick_cache::Weighter<Bytes, Entry> for Weigh {
-    fn weight(&self, key: &Bytes, entry: &Entry) -> u64 {
+impl quick_cache::Weighter<Bytes, Arc<Entry>> for Weigh {
+    fn weight(&self, key: &Bytes, entry: &Arc<Entry>) -> u64 {
         let replies: usize = entry
             .replies
             .iter()
@@ -160,7 +160,9 @@ pub(crate) struct CacheCounters {
 /// The cache every clone of a client shares.
 pub(crate) struct Cache {
     pub(crate) config: CacheConfig,
-    entries: quick_cache::sync::Cache<Bytes, Entry, Weigh>,
+    /// Shared, not copied, on a hit: `quick_cache` clones what it hands
+    /// out, and an entry holds every reply of its key.
+    entries: quick_cache::sync::Cache<Bytes, Arc<Entry>, Weigh>,
     state: Mutex<State>,
     hasher: RandomState,
     started: Instant,
@@ -302,7 +304,9 @@ impl Cache {
         // The key's other replies stay if they are from the same node and
         // epochs; this one replaces its own command's.
         let mut entry = match self.entries.get(key) {
-            Some(old) if old.node == addr && old.slot == slot && old.epochs == epochs => old,
+            Some(old) if old.node == addr && old.slot == slot && old.epochs == epochs => {
+                Entry::clone(&old)
+            }
             _ => Entry {
                 node: addr,
                 slot,
@@ -314,7 +318,8 @@ impl Cache {
         entry.replies.push(stored);
         // Under the state's lock: an invalidation cannot pass between the
         // check above and this insert.
-        self.entries.insert(Bytes::copy_from_slice(key), entry);
+        self.entries
+            .insert(Bytes::copy_from_slice(key), Arc::new(entry));
         drop(state);
         crate::metrics::cache_bytes(self.bytes());
     }
