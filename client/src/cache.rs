@@ -203,7 +203,9 @@ impl Cache {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn now(&self) -> Duration {
+    /// The cache's clock: leases, checks, and when a request is sent (for
+    /// [`Self::proven`]).
+    pub(crate) fn now(&self) -> Duration {
         self.started.elapsed()
     }
 
@@ -331,11 +333,6 @@ impl Cache {
         let addr = state.node(node);
         let id = state.nodes.get(&addr).map_or(0, |n| n.id);
         state.prove(slot, id, asked_at);
-    }
-
-    /// The cache's clock: when a request is sent, for [`Self::proven`].
-    pub(crate) fn clock(&self) -> Duration {
-        self.now()
     }
 
     /// A push a connection to `addr` received: an `invalidate` of some
@@ -589,7 +586,7 @@ mod tests {
     /// `v` stored for `key` (slot 7) from `node`, proven just now.
     fn stored(cache: &Cache, key: &str, v: &str, node: &str) {
         let ticket = cache.ticket();
-        let asked = cache.clock();
+        let asked = cache.now();
         cache.store(key.as_bytes(), get(key), 7, node, ticket, &value(v));
         cache.proven(7, node, asked);
     }
@@ -628,7 +625,7 @@ mod tests {
         std::thread::sleep(LEASE * 2);
         assert_eq!(hit(&cache, "k", "a:1"), None, "no proof within the lease");
         // A check that finds it a master claiming the slot renews it.
-        let asked = cache.clock();
+        let asked = cache.now();
         let lost = cache.checked(
             "a:1",
             asked,
@@ -650,7 +647,7 @@ mod tests {
             &[value("invalidate"), Frame::Array(vec![value("k")])],
         );
         cache.store(b"k", get("k"), 7, "a:1", ticket, &value("old"));
-        cache.proven(7, "a:1", cache.clock());
+        cache.proven(7, "a:1", cache.now());
         assert_eq!(hit(&cache, "k", "a:1"), None);
         // Another key's invalidation does not stop it.
         let ticket = cache.ticket();
@@ -702,7 +699,7 @@ mod tests {
         fill(&cache);
         let lost = cache.checked(
             "a:1",
-            cache.clock(),
+            cache.now(),
             Ok(Checked::Master(vec![(100, 200)])),
             [7].into_iter(),
         );
@@ -712,7 +709,7 @@ mod tests {
         fill(&cache);
         cache.checked(
             "a:1",
-            cache.clock(),
+            cache.now(),
             Ok(Checked::NotServing("a replica")),
             std::iter::empty(),
         );
@@ -720,7 +717,7 @@ mod tests {
         fill(&cache);
         cache.checked(
             "a:1",
-            cache.clock(),
+            cache.now(),
             Err("no answer".into()),
             std::iter::empty(),
         );
@@ -742,7 +739,7 @@ mod tests {
             ticket,
             &Frame::Integer(10_000),
         );
-        cache.proven(7, "a:1", cache.clock());
+        cache.proven(7, "a:1", cache.now());
         std::thread::sleep(Duration::from_millis(5));
         let rule = Cacheable::Countdown(zaris_core::TtlUnit::Milliseconds);
         let Some(Frame::Integer(left)) = cache.lookup(b"t", &command, 7, "a:1", rule) else {

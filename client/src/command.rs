@@ -496,7 +496,7 @@ impl Inner {
             return answers.into_iter().flatten().collect();
         }
         let ticket = cache.ticket();
-        let sent_at = cache.clock();
+        let sent_at = cache.now();
         let requests: Vec<(Route, Packed)> = misses
             .iter()
             .map(|&i| (parts[i].route.clone(), parts[i].packed.clone()))

@@ -94,9 +94,8 @@ impl Inner {
         let Some(cache) = &self.cache else {
             return;
         };
-        let owner = |s: &Snapshot, slot: u16| s.owner_of_slot(slot).ok().map(|n| n.addr.clone());
         let moved: Vec<u16> = (0..zaris_core::SLOT_COUNT)
-            .filter(|&slot| owner(previous, slot) != owner(next, slot))
+            .filter(|&slot| previous.owner_addr(slot) != next.owner_addr(slot))
             .collect();
         if !moved.is_empty() {
             cache.flush_slots(moved);

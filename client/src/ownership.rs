@@ -4,7 +4,7 @@
 //! revealed it. Nothing is diffed while no one listens.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+
 use std::time::SystemTime;
 
 use tokio::sync::broadcast;
@@ -84,18 +84,15 @@ impl Announcer {
             return;
         }
         let at = SystemTime::now();
-        let owner = |snapshot: &Snapshot, slot: u16| -> Option<Arc<str>> {
-            snapshot.owner_of_slot(slot).ok().map(|n| n.addr.clone())
-        };
         let mut run: Option<OwnershipEvent> = None;
         for slot in 0..SLOT_COUNT {
-            let (old, new) = (owner(previous, slot), owner(next, slot));
+            let (old, new) = (previous.owner_addr(slot), next.owner_addr(slot));
             let changed = old != new;
             if let Some(event) = &mut run {
                 let same = changed
                     && event.last + 1 == slot
-                    && event.old_owner.as_deref() == old.as_deref()
-                    && event.new_owner.as_deref() == new.as_deref();
+                    && event.old_owner.as_deref() == old
+                    && event.new_owner.as_deref() == new;
                 if same {
                     event.last = slot;
                     continue;

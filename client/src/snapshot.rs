@@ -58,6 +58,16 @@ impl Snapshot {
             .ok_or(RouteError::MapMidUpdate { segment: slot })
     }
 
+    /// The address of `slot`'s owner, if it has one.
+    pub(crate) fn owner_addr(&self, slot: u16) -> Option<&str> {
+        self.owner_of_slot(slot).ok().map(|n| &*n.addr)
+    }
+
+    /// Whether `addr` owns `slot`.
+    pub(crate) fn owns(&self, addr: &str, slot: u16) -> bool {
+        self.owner_addr(slot) == Some(addr)
+    }
+
     /// The node to read `slot` from under `policy`: a replica of its owner
     /// (round robin by `turn`, passing over replicas that just failed to
     /// connect), else the owner.
@@ -98,8 +108,7 @@ impl Snapshot {
         // Most pushes repeat what the map says (every request that met the
         // same MOVED brings the same hint): check before copying anything.
         let (low, high) = (first.min(last), first.max(last).min(SLOT_COUNT - 1));
-        let settled =
-            (low..=high).all(|slot| self.owner_of_slot(slot).is_ok_and(|n| *n.addr == *addr));
+        let settled = (low..=high).all(|slot| self.owns(addr, slot));
         if settled {
             return None;
         }
