@@ -20,8 +20,7 @@
 //! - Memory: `quick_cache` evicts (its CLOCK-Pro policy, by weight: the
 //!   bytes of keys, commands and replies) to stay within `max_bytes`.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -35,6 +34,7 @@ use zaris_core::{
 };
 
 use crate::codec::Frame;
+use crate::seam;
 
 /// The cache's settings (`Builder::client_cache`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +141,7 @@ struct NodeState {
 struct State {
     log: InvalidationLog<LOG>,
     everything: u64,
-    nodes: HashMap<Arc<str>, NodeState>,
+    nodes: seam::HashMap<Arc<str>, NodeState>,
     slots: Box<[u32]>,
     /// Per slot: the node (by id, 0 none) that last showed it serves it,
     /// and when that proof was asked for.
@@ -164,7 +164,7 @@ pub(crate) struct Cache {
     /// out, and an entry holds every reply of its key.
     entries: quick_cache::sync::Cache<Bytes, Arc<Entry>, Weigh>,
     state: Mutex<State>,
-    hasher: RandomState,
+    hasher: seam::Hasher,
     started: Instant,
     pub(crate) counters: CacheCounters,
 }
@@ -189,11 +189,11 @@ impl Cache {
             state: Mutex::new(State {
                 log: InvalidationLog::new(),
                 everything: 0,
-                nodes: HashMap::new(),
+                nodes: seam::map(),
                 slots: vec![0; usize::from(SLOT_COUNT)].into_boxed_slice(),
                 proven: vec![(0, Duration::ZERO); usize::from(SLOT_COUNT)].into_boxed_slice(),
             }),
-            hasher: RandomState::new(),
+            hasher: seam::Hasher::default(),
             started: Instant::now(),
             counters: CacheCounters::default(),
         }

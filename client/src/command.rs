@@ -4,7 +4,6 @@
 //! allows (`MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`, `TOUCH`); the rest
 //! must have all their keys in one slot.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -20,6 +19,7 @@ use crate::codec::{room_for, write_command, Frame};
 use crate::inner::Inner;
 use crate::reply::take_frame;
 use crate::route::{Noting, Packed, Route};
+use crate::seam;
 use crate::value::from_frame;
 use crate::{Client, Error, Value};
 
@@ -354,7 +354,7 @@ impl Inner {
                     .collect();
                 let mut slots: Vec<u16> = Vec::new();
                 let mut members: Vec<Vec<usize>> = Vec::new();
-                let mut index: HashMap<u16, usize> = HashMap::new();
+                let mut index: seam::HashMap<u16, usize> = seam::map();
                 for (i, &at) in positions.iter().enumerate() {
                     let slot = slot_for_key(args[at]);
                     let p = *index.entry(slot).or_insert_with(|| {

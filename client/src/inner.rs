@@ -60,8 +60,7 @@ impl Inner {
         for seed in &seeds {
             registry.node(seed);
         }
-        let state = std::collections::hash_map::RandomState::new();
-        let marker_prefix = std::hash::BuildHasher::hash_one(&state, std::time::Instant::now());
+        let marker_prefix = crate::seam::random();
         Self {
             config,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),

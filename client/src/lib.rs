@@ -71,6 +71,7 @@ mod request;
 mod route;
 mod scan;
 mod script;
+mod seam;
 mod snapshot;
 mod stats;
 mod topology;
@@ -94,6 +95,9 @@ pub use pubsub::{Received, Subscription};
 pub use rustls;
 pub use scan::{Scan, ScanOptions, MAX_SCAN_PASSES};
 pub use script::Script;
+/// Seeds this thread's simulated run (the `sim` feature: `sim/`).
+#[cfg(feature = "sim")]
+pub use seam::seed as sim_seed;
 pub use stats::{RefreshCause, Stats};
 pub use topology::{MapError, SlotRange};
 pub use transaction::{Transaction, Watched};

@@ -4,12 +4,9 @@
 //! (repeatedly: then it is opened), said the cluster is down, failed to
 //! connect (then reconnects back off).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -17,6 +14,7 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use zaris_core::{opens_after, probe_due, recently_failed, reconnect_delay};
 
 use crate::conn::{connect, ConnError, ConnOptions, Connection};
+use crate::seam;
 
 /// One node: its address and its one shared connection, made on first use
 /// and remade after it breaks.
@@ -67,18 +65,10 @@ pub(crate) struct Node {
     backoffs: AtomicU64,
 }
 
-/// A number that differs from call to call (the reconnect jitter's draw).
-fn random() -> u64 {
-    let state = std::collections::hash_map::RandomState::new();
-    std::hash::BuildHasher::hash_one(&state, Instant::now())
-}
-
-/// Milliseconds since the first call (+1, so that 0 in the atomics below
-/// means never).
+/// Milliseconds since the clock's origin (+1, so that 0 in the atomics
+/// below means never).
 fn clock_ms() -> u64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    let origin = *ORIGIN.get_or_init(Instant::now);
-    u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+    u64::try_from(seam::origin().elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
 }
 
 /// A time of [`clock_ms`] as the core's rules take it (0: never).
@@ -167,7 +157,7 @@ impl Node {
             }
             Err(e) => {
                 let failures = self.dial_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                let delay = reconnect_delay(failures, random());
+                let delay = reconnect_delay(failures, seam::random());
                 *self
                     .last_dial_error
                     .lock()
@@ -386,7 +376,7 @@ impl Node {
 /// Every node the client has heard of, by address: seeds, map entries,
 /// redirect targets. Touched on refreshes and redirects, never per request.
 pub(crate) struct Registry {
-    nodes: std::sync::Mutex<HashMap<Arc<str>, Arc<Node>>>,
+    nodes: std::sync::Mutex<seam::HashMap<Arc<str>, Arc<Node>>>,
     /// Each node's `max_in_flight_per_node`.
     max_in_flight: usize,
 }

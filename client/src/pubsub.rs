@@ -18,7 +18,6 @@
 //! message is delivered to the subscribers present when it is published,
 //! and never stored.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -37,6 +36,7 @@ use crate::failure::{conn_error, read_reply, Inside, Reading};
 use crate::inner::Inner;
 use crate::ownership::Revealed;
 use crate::route::{pack, Route};
+use crate::seam;
 use crate::stats::RefreshCause;
 use crate::{Client, Error};
 
@@ -213,7 +213,7 @@ impl Client {
                     lost_at: None,
                 })
                 .collect(),
-            nodes: HashMap::new(),
+            nodes: seam::map(),
             frames,
             frames_to,
             events,
@@ -349,7 +349,7 @@ struct NodeConn {
 struct Subscriber {
     inner: Arc<Inner>,
     channels: Vec<Channel>,
-    nodes: HashMap<Arc<str>, NodeConn>,
+    nodes: seam::HashMap<Arc<str>, NodeConn>,
     frames: mpsc::UnboundedReceiver<(Arc<str>, Result<Frame, ConnError>)>,
     frames_to: mpsc::UnboundedSender<(Arc<str>, Result<Frame, ConnError>)>,
     events: mpsc::UnboundedSender<Received>,

@@ -35,6 +35,7 @@ const BELOW_THE_STATE: &[&str] = &[
     "pool",
     "reply",
     "route",
+    "seam",
     "snapshot",
     "stats",
     "topology",

@@ -14,6 +14,7 @@ use tokio_util::either::Either;
 use super::connection::{Connection, Stream};
 use super::error::ConnError;
 use crate::codec::{encode, Frame, Limits};
+use crate::seam;
 use crate::topology::host_of;
 
 /// Who the client is, for servers with `requirepass` or ACL users.
@@ -196,62 +197,27 @@ pub(crate) async fn open(
 ) -> Result<Stream, ConnError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let dial = options.dial_address(addr);
+    let socket = tokio::time::timeout_at(deadline, seam::connect(addr, &dial))
+        .await
+        .map_err(|_| ConnError::TimedOut)??;
     #[cfg(feature = "sim")]
     {
-        // The simulated network (turmoil): every stream through the task.
+        // The simulated network (turmoil): no TLS, every stream boxed.
         let _ = options;
-        let stream =
-            tokio::time::timeout_at(deadline, turmoil::net::TcpStream::connect(dial.as_str()))
-                .await
-                .map_err(|_| ConnError::TimedOut)?
-                .map_err(|e| ConnError::Refused(format!("{addr}: {e}")))?;
-        Ok(Either::Right(Box::new(stream)))
+        Ok(Either::Right(Box::new(socket)))
     }
     #[cfg(not(feature = "sim"))]
     {
-        let stream = tokio::time::timeout_at(deadline, tcp_connect(addr, &dial))
-            .await
-            .map_err(|_| ConnError::TimedOut)??;
-        stream
+        socket
             .set_nodelay(true)
             .map_err(|e| ConnError::Reset(e.to_string()))?;
         match &options.tls {
-            None => Ok(Either::Left(stream)),
+            None => Ok(Either::Left(socket)),
             Some(config) => Ok(Either::Right(Box::new(
-                tls_handshake(config, addr, &dial, stream, deadline).await?,
+                tls_handshake(config, addr, &dial, socket, deadline).await?,
             ))),
         }
     }
-}
-
-/// A TCP connection to `dial`, the address of the node known as `addr`.
-/// A name that does not resolve gets its own error: clusters behind NAT or
-/// in containers announce addresses only they can resolve.
-#[cfg_attr(feature = "sim", allow(dead_code))]
-async fn tcp_connect(addr: &str, dial: &str) -> Result<TcpStream, ConnError> {
-    let resolved: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(dial).await {
-        Ok(resolved) => resolved.collect(),
-        Err(e) => {
-            let mapped = if dial == addr {
-                String::new()
-            } else {
-                format!(" (mapped to {dial})")
-            };
-            return Err(ConnError::Unresolved(format!(
-                "the cluster announces {addr}{mapped}, which does not resolve here ({e}): \
-                 map it to an address this client can reach with Builder::map_address"
-            )));
-        }
-    };
-    let mut last = None;
-    for target in resolved {
-        match TcpStream::connect(target).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
-        }
-    }
-    let why = last.map_or_else(|| "no address".to_owned(), |e| e.to_string());
-    Err(ConnError::Refused(format!("{addr}: {why}")))
 }
 
 /// The TLS handshake on `stream`, verifying the certificate against the

@@ -299,13 +299,16 @@ struct Counted {
     acked_versions: Vec<u64>,
 }
 
-/// Reads the history and judges it: each kind of operation against what
-/// the cluster holds at the end ([`Finals`]), the refreshes against their
-/// bound, the memory against its start.
-pub(crate) fn judge(
+/// Reads the history (its lines as [`History`](super::History) writes
+/// them) and judges it: each kind of operation against what the cluster
+/// holds at the end ([`Finals`]), the refreshes against their bound, the
+/// memory against its start (when sampled).
+///
+/// # Errors
+/// The history could not be read.
+pub fn judge(
     config: &Config,
-    history: &Path,
-    _lines: u64,
+    history: impl BufRead,
     events: &[Event],
     finals: &Finals,
     samples: &[Sample],
@@ -387,7 +390,7 @@ impl Observed {
     /// `violations`.
     fn read(
         config: &Config,
-        history: &Path,
+        history: impl BufRead,
         events: &[Event],
         violations: &mut Vec<String>,
     ) -> anyhow::Result<Self> {
@@ -412,8 +415,7 @@ impl Observed {
             worst: 0.0,
             pubsub: [0; 3],
         };
-        let file = std::io::BufReader::new(std::fs::File::open(history)?);
-        for line in file.lines() {
+        for line in history.lines() {
             let line = line?;
             let Some(op) = parse(&line) else {
                 violations.push(format!("an unreadable history line: {line:?}"));
@@ -821,6 +823,9 @@ fn check_refreshes(
 
 /// Memory: 10 s in against the end.
 fn check_memory(samples: &[Sample], report: &mut Report, violations: &mut Vec<String>) {
+    if samples.is_empty() {
+        return;
+    }
     let start = samples
         .iter()
         .find(|s| s.at_ms >= 10_000.0)

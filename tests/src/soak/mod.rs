@@ -11,16 +11,17 @@
 
 mod check;
 mod nemesis;
-mod workload;
+pub mod workload;
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub use check::{draw, Report};
-pub use nemesis::{Draw, Event, EventKind, Schedule};
+use tokio::time::Instant;
+
+pub use check::{draw, judge, Report};
+pub use nemesis::{Churn, Draw, Event, EventKind, Nemesis, Schedule};
 
 use crate::cluster::Cluster;
 
@@ -42,25 +43,41 @@ pub struct Config {
 
 pub use crate::keys::Rng;
 
-/// Milliseconds since the soak began.
+/// Milliseconds since the soak began, on tokio's clock (turmoil's, in the
+/// simulation).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Clock(Instant);
+pub struct Clock(Instant);
 
 impl Clock {
-    pub(crate) fn ms(self) -> f64 {
+    /// A clock that starts now.
+    #[must_use]
+    pub fn start() -> Self {
+        Self(Instant::now())
+    }
+
+    /// Milliseconds since it started.
+    #[must_use]
+    pub fn ms(self) -> f64 {
         self.0.elapsed().as_secs_f64() * 1000.0
     }
 }
 
-/// Where every operation is written as it completes: a line a record,
-/// written by a thread of its own so the workload never waits on disk.
+/// Where every operation is written as it completes: a line a record, to
+/// whoever holds the other end (a thread writing a file in the soak, a
+/// buffer in the simulation), so the workload never waits on disk.
 #[derive(Clone)]
-pub(crate) struct History {
+pub struct History {
     lines: mpsc::Sender<String>,
     clock: Clock,
 }
 
 impl History {
+    /// A history sending its lines to `lines`, timed by `clock`.
+    #[must_use]
+    pub fn new(lines: mpsc::Sender<String>, clock: Clock) -> Self {
+        Self { lines, clock }
+    }
+
     /// One operation: its kind, key, value (the one written, or read),
     /// when it was invoked (ms), and its outcome (`ok` or the error).
     pub(crate) fn record<E: std::fmt::Display>(
@@ -95,7 +112,7 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
     );
     let cluster = Cluster::start_proxied(&config.server, 3, 1)?;
     let seeds = cluster.addrs();
-    let clock = Clock(Instant::now());
+    let clock = Clock::start();
     let history_path = config.out.join("history.tsv");
     let (lines, written) = mpsc::channel::<String>();
     let writer = std::thread::spawn({
@@ -113,10 +130,13 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
     });
     let history = History { lines, clock };
     let rt = crate::runtime();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = workload::Control::new(None);
     let clients = rt.block_on(workload::Clients::connect(&seeds))?;
     let samples = Arc::new(Mutex::new(Vec::new()));
-    let tasks = workload::spawn(&rt, &clients, &history, &stop);
+    let tasks = {
+        let _inside = rt.enter();
+        workload::spawn(&clients, &history, &stop)
+    };
     let sampler = rt.spawn(workload::sample(
         clients.clone(),
         clock,
@@ -124,21 +144,28 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
         samples.clone(),
     ));
 
-    // The nemesis owns the cluster on this thread while the workload runs.
+    // The nemesis owns the cluster on this thread while the workload runs;
+    // its steps block, on a runtime of their own.
+    let steps = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
     let mut nemesis = nemesis::Nemesis::new(cluster, config.seed, clock);
     let until = Duration::from_secs(config.seconds);
-    let started = Instant::now();
-    let mut last_progress = Instant::now();
+    let started = std::time::Instant::now();
+    let mut last_progress = std::time::Instant::now();
+    let mut told = 0;
     for &kind in &config.script {
-        nemesis.play(kind, Duration::from_secs(2));
+        steps.block_on(nemesis.play(kind, Duration::from_secs(2)));
+        told = tell(nemesis.events(), told);
     }
     if !config.script.is_empty() {
         std::thread::sleep(Duration::from_secs(2));
     }
     while config.script.is_empty() && started.elapsed() < until {
-        nemesis.next_event(until.saturating_sub(started.elapsed()));
+        steps.block_on(nemesis.next_event(until.saturating_sub(started.elapsed())));
+        told = tell(nemesis.events(), told);
         if last_progress.elapsed() >= Duration::from_secs(10) {
-            last_progress = Instant::now();
+            last_progress = std::time::Instant::now();
             let stats = clients.plain.stats();
             eprintln!(
                 "    {:>5.0} s: {} events, {} attempts so far",
@@ -148,7 +175,7 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
             );
         }
     }
-    stop.store(true, Ordering::Release);
+    stop.stop();
     for task in tasks {
         let _ = rt.block_on(task);
     }
@@ -166,10 +193,10 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
         .join()
         .map_err(|_| anyhow::anyhow!("the history writer panicked"))??;
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
+    tracing::info!(operations, "history written");
     let report = check::judge(
         config,
-        &history_path,
-        operations,
+        io::BufReader::new(std::fs::File::open(&history_path)?),
         &events,
         &finals,
         &samples,
@@ -181,6 +208,26 @@ pub fn run(config: &Config) -> anyhow::Result<Report> {
     )?;
     check::draw(&report, &config.out.join("timeline.svg"))?;
     Ok(report)
+}
+
+/// Prints the events after the first `told`; how many are told now.
+fn tell(events: &[Event], told: usize) -> usize {
+    for (n, event) in events.iter().enumerate().skip(told) {
+        eprintln!(
+            "    event {:>3}: {:?} on node {} at {:.1} s, {:.1} s long{}",
+            n + 1,
+            event.kind,
+            event.node,
+            event.start_ms / 1000.0,
+            (event.end_ms - event.start_ms) / 1000.0,
+            if event.trouble.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", event.trouble)
+            }
+        );
+    }
+    events.len()
 }
 
 /// The default output directory, under the workspace's `target`.

@@ -1,5 +1,8 @@
 //! The soak's nemesis: a churn event every few seconds, drawn from the
-//! seed, run against the real cluster, and logged with its window.
+//! seed, run against a cluster, and logged with its window. The cluster is
+//! anything that can [`Churn`]: the real one of the harness (processes,
+//! signals, proxies) or the deterministic simulation's model (`sim/`),
+//! which share this schedule and these steps.
 
 use std::time::Duration;
 
@@ -9,6 +12,123 @@ use super::workload::{register, COUNTERS, KEYS_PER_WRITER, LISTS, RARE_WRITER, W
 use super::{Clock, Rng};
 use crate::cluster::Cluster;
 use crate::proxy::{Faults, Flow};
+
+/// What the nemesis does to a cluster: each step as the harness's
+/// [`Cluster`] names it (nodes are its indices), awaited, so that a
+/// simulated cluster runs it in simulated time.
+#[allow(async_fn_in_trait)]
+pub trait Churn {
+    /// The master that serves `slot`.
+    async fn owner_index(&self, slot: u16) -> std::io::Result<usize>;
+    /// A replica of master `m`.
+    async fn replica_of(&self, m: usize) -> std::io::Result<usize>;
+    /// `CLUSTER FAILOVER` on `replica`, awaited.
+    async fn failover(&self, replica: usize) -> std::io::Result<()>;
+    /// `CLUSTER FAILOVER TAKEOVER` on `replica`, awaited.
+    async fn takeover(&self, replica: usize) -> std::io::Result<()>;
+    /// Until the old master `i` serves as a replica.
+    async fn wait_steps_down(&self, i: usize) -> std::io::Result<()>;
+    /// `kill -9` of node `i`.
+    async fn kill(&mut self, i: usize);
+    /// `SIGSTOP` of node `i`.
+    async fn freeze(&mut self, i: usize) -> std::io::Result<()>;
+    /// `SIGCONT` of node `i`.
+    async fn thaw(&mut self, i: usize) -> std::io::Result<()>;
+    /// Until a replica of the dead master `dead` serves `slot`; its index.
+    async fn wait_failover_of(&self, dead: usize, slot: u16) -> std::io::Result<usize>;
+    /// Node `i` started again, as a replica of `slot`'s master.
+    async fn restart(&mut self, i: usize, slot: u16) -> std::io::Result<()>;
+    /// A new master with no slots; its index.
+    async fn add_master(&mut self) -> std::io::Result<usize>;
+    /// Node `i` forgotten by the others and stopped.
+    async fn forget_node(&mut self, i: usize) -> std::io::Result<()>;
+    /// `slot` marked migrating on `from` and importing on `to`.
+    async fn begin_migration(&self, slot: u16, from: usize, to: usize) -> std::io::Result<()>;
+    /// `keys` moved from `from` to `to` (`MIGRATE`).
+    async fn migrate_keys(&self, from: usize, to: usize, keys: &[Vec<u8>]) -> std::io::Result<()>;
+    /// Some keys of `slot` on node `i` (`CLUSTER GETKEYSINSLOT`).
+    async fn keys_in_slot(&self, i: usize, slot: u16) -> std::io::Result<Vec<Vec<u8>>>;
+    /// `slot` given to `to` (`CLUSTER SETSLOT .. NODE`) everywhere.
+    async fn finish_migration(&self, slot: u16, to: usize) -> std::io::Result<()>;
+    /// `slot` and its keys moved to `to` in one go.
+    async fn move_slot(&self, slot: u16, to: usize) -> std::io::Result<()>;
+    /// The network faults in front of node `i`.
+    async fn fault(&self, i: usize, faults: Faults) -> std::io::Result<()>;
+    /// Node `i` cut off from everyone (`true`) or joined again.
+    async fn partition(&self, i: usize, cut: bool) -> std::io::Result<()>;
+    /// Every client connection of node `i` closed.
+    async fn drop_connections(&self, i: usize) -> std::io::Result<()>;
+    /// Until every slot is served and every node agrees.
+    async fn wait_healthy(&self) -> std::io::Result<()>;
+}
+
+/// The real cluster: each step is the harness's own, blocking (the
+/// nemesis runs on a thread of its own).
+impl Churn for Cluster {
+    async fn owner_index(&self, slot: u16) -> std::io::Result<usize> {
+        Cluster::owner_index(self, slot)
+    }
+    async fn replica_of(&self, m: usize) -> std::io::Result<usize> {
+        Cluster::replica_of(self, m)
+    }
+    async fn failover(&self, replica: usize) -> std::io::Result<()> {
+        Cluster::failover(self, replica)
+    }
+    async fn takeover(&self, replica: usize) -> std::io::Result<()> {
+        Cluster::takeover(self, replica)
+    }
+    async fn wait_steps_down(&self, i: usize) -> std::io::Result<()> {
+        Cluster::wait_steps_down(self, i)
+    }
+    async fn kill(&mut self, i: usize) {
+        Cluster::kill(self, i);
+    }
+    async fn freeze(&mut self, i: usize) -> std::io::Result<()> {
+        Cluster::freeze(self, i)
+    }
+    async fn thaw(&mut self, i: usize) -> std::io::Result<()> {
+        Cluster::thaw(self, i)
+    }
+    async fn wait_failover_of(&self, dead: usize, slot: u16) -> std::io::Result<usize> {
+        Cluster::wait_failover_of(self, dead, slot)
+    }
+    async fn restart(&mut self, i: usize, slot: u16) -> std::io::Result<()> {
+        Cluster::restart(self, i, slot)
+    }
+    async fn add_master(&mut self) -> std::io::Result<usize> {
+        Cluster::add_master(self)
+    }
+    async fn forget_node(&mut self, i: usize) -> std::io::Result<()> {
+        Cluster::forget_node(self, i)
+    }
+    async fn begin_migration(&self, slot: u16, from: usize, to: usize) -> std::io::Result<()> {
+        Cluster::begin_migration(self, slot, from, to)
+    }
+    async fn migrate_keys(&self, from: usize, to: usize, keys: &[Vec<u8>]) -> std::io::Result<()> {
+        Cluster::migrate_keys(self, from, to, keys)
+    }
+    async fn keys_in_slot(&self, i: usize, slot: u16) -> std::io::Result<Vec<Vec<u8>>> {
+        Cluster::keys_in_slot(self, i, slot)
+    }
+    async fn finish_migration(&self, slot: u16, to: usize) -> std::io::Result<()> {
+        Cluster::finish_migration(self, slot, to)
+    }
+    async fn move_slot(&self, slot: u16, to: usize) -> std::io::Result<()> {
+        Cluster::move_slot(self, slot, to)
+    }
+    async fn fault(&self, i: usize, faults: Faults) -> std::io::Result<()> {
+        Cluster::fault(self, i, faults)
+    }
+    async fn partition(&self, i: usize, cut: bool) -> std::io::Result<()> {
+        Cluster::partition(self, i, cut)
+    }
+    async fn drop_connections(&self, i: usize) -> std::io::Result<()> {
+        Cluster::drop_connections(self, i)
+    }
+    async fn wait_healthy(&self) -> std::io::Result<()> {
+        Cluster::wait_healthy(self)
+    }
+}
 
 /// The events the nemesis draws from.
 #[derive(
@@ -89,19 +209,24 @@ const OUTLASTS_FAILOVER: Duration = Duration::from_secs(2);
 /// Moves `slot` from `from` to `to` as an operator's tool does: marked
 /// importing and migrating, its keys moved fifty at a time with a pause (so
 /// `ASK` and `TRYAGAIN` really happen meanwhile), then handed over.
-fn migrate_step_by_step(c: &Cluster, slot: u16, from: usize, to: usize) -> std::io::Result<()> {
-    c.begin_migration(slot, from, to)?;
+async fn migrate_step_by_step<C: Churn>(
+    c: &C,
+    slot: u16,
+    from: usize,
+    to: usize,
+) -> std::io::Result<()> {
+    c.begin_migration(slot, from, to).await?;
     loop {
-        let keys = c.keys_in_slot(from, slot)?;
+        let keys = c.keys_in_slot(from, slot).await?;
         if keys.is_empty() {
             break;
         }
         for chunk in keys.chunks(50) {
-            c.migrate_keys(from, to, chunk)?;
-            std::thread::sleep(Duration::from_millis(20));
+            c.migrate_keys(from, to, chunk).await?;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    c.finish_migration(slot, to)
+    c.finish_migration(slot, to).await
 }
 
 /// One event as it happened.
@@ -153,8 +278,9 @@ impl Schedule {
     }
 }
 
-pub(crate) struct Nemesis {
-    cluster: Cluster,
+/// Draws events from a seed and runs them on a cluster, logging each.
+pub struct Nemesis<C> {
+    cluster: C,
     schedule: Schedule,
     /// Draws that depend on the cluster's state (which other master).
     rng: Rng,
@@ -163,8 +289,9 @@ pub(crate) struct Nemesis {
     hot_slots: Vec<u16>,
 }
 
-impl Nemesis {
-    pub(crate) fn new(cluster: Cluster, seed: u64, clock: Clock) -> Self {
+impl<C: Churn> Nemesis<C> {
+    /// The nemesis of `seed` on `cluster`, its events timed by `clock`.
+    pub fn new(cluster: C, seed: u64, clock: Clock) -> Self {
         // Slots the workload writes to: migrations there meet real keys.
         let mut keys: Vec<String> = Vec::new();
         for w in 0..WRITERS {
@@ -189,40 +316,48 @@ impl Nemesis {
         }
     }
 
-    pub(crate) fn events(&self) -> &[Event] {
+    /// The events so far.
+    #[must_use]
+    pub fn events(&self) -> &[Event] {
         &self.events
     }
 
-    pub(crate) fn finish(self) -> (Cluster, Vec<Event>) {
+    /// The cluster, and every event.
+    pub fn finish(self) -> (C, Vec<Event>) {
         (self.cluster, self.events)
     }
 
+    /// The cluster.
+    pub fn cluster(&self) -> &C {
+        &self.cluster
+    }
+
     /// A pause of 2-5 s (never past `left`), then one event.
-    pub(crate) fn next_event(&mut self, left: Duration) {
+    pub async fn next_event(&mut self, left: Duration) {
         let Draw { pause, kind, slot } = self.schedule.next_draw();
-        std::thread::sleep(pause.min(left));
+        tokio::time::sleep(pause.min(left)).await;
         if left <= pause + Duration::from_secs(1) {
             return;
         }
-        self.happen(kind, slot);
+        self.happen(kind, slot).await;
     }
 
     /// `kind` next, after `pause`, on a slot drawn from the seed: a
     /// scripted soak plays each kind it names.
-    pub(crate) fn play(&mut self, kind: EventKind, pause: Duration) {
+    pub async fn play(&mut self, kind: EventKind, pause: Duration) {
         let slot = self.schedule.next_draw().slot;
-        std::thread::sleep(pause);
-        self.happen(kind, slot);
+        tokio::time::sleep(pause).await;
+        self.happen(kind, slot).await;
     }
 
     /// `kind` on the workload's `slot`th slot, timed, the cluster healthy
     /// again after it.
-    fn happen(&mut self, kind: EventKind, slot: usize) {
+    async fn happen(&mut self, kind: EventKind, slot: usize) {
         let slot = self.hot_slots[slot % self.hot_slots.len()];
         let start_ms = self.clock.ms();
         let mut node = usize::MAX;
-        let outcome = self.run(kind, slot, &mut node);
-        let healthy = self.cluster.wait_healthy();
+        let outcome = self.run(kind, slot, &mut node).await;
+        let healthy = self.cluster.wait_healthy().await;
         let trouble = match (outcome, healthy) {
             (Ok(()), Ok(())) => String::new(),
             (Err(e), _) | (Ok(()), Err(e)) => e.to_string(),
@@ -237,27 +372,15 @@ impl Nemesis {
             end_ms: self.clock.ms(),
             trouble,
         };
-        eprintln!(
-            "    event {:>3}: {:?} on node {} at {:.1} s, {:.1} s long{}",
-            self.events.len() + 1,
-            event.kind,
-            event.node,
-            event.start_ms / 1000.0,
-            (event.end_ms - event.start_ms) / 1000.0,
-            if event.trouble.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", event.trouble)
-            }
-        );
+        tracing::debug!(?event, "nemesis event");
         self.events.push(event);
     }
 
     /// Another master than `not`, drawn.
-    fn other_master(&mut self, not: usize) -> std::io::Result<usize> {
+    async fn other_master(&mut self, not: usize) -> std::io::Result<usize> {
         let mut masters = Vec::new();
         for s in [0u16, 6000, 12000] {
-            let m = self.cluster.owner_index(s)?;
+            let m = self.cluster.owner_index(s).await?;
             if m != not && !masters.contains(&m) {
                 masters.push(m);
             }
@@ -268,113 +391,123 @@ impl Nemesis {
         Ok(masters[self.rng.below(masters.len())])
     }
 
-    fn run(&mut self, kind: EventKind, slot: u16, node: &mut usize) -> std::io::Result<()> {
-        let c = &mut self.cluster;
-        let master = c.owner_index(slot)?;
+    async fn run(&mut self, kind: EventKind, slot: u16, node: &mut usize) -> std::io::Result<()> {
+        let master = self.cluster.owner_index(slot).await?;
         *node = master;
-        let sleep = std::thread::sleep;
+        let sleep = tokio::time::sleep;
         match kind {
             EventKind::ManualFailover => {
-                let replica = c.replica_of(master)?;
-                c.failover(replica)?;
+                let c = &self.cluster;
+                c.failover(c.replica_of(master).await?).await?;
             }
             EventKind::ForcedTakeover => {
-                let replica = c.replica_of(master)?;
-                c.takeover(replica)?;
+                let c = &self.cluster;
+                c.takeover(c.replica_of(master).await?).await?;
             }
             EventKind::MigrateRange => {
-                let to = self.other_master(master)?;
+                let to = self.other_master(master).await?;
                 let c = &self.cluster;
                 let first = slot.saturating_sub(1);
                 for s in first..=first.saturating_add(3).min(16383) {
-                    if c.owner_index(s)? == master {
-                        migrate_step_by_step(c, s, master, to)?;
+                    if c.owner_index(s).await? == master {
+                        migrate_step_by_step(c, s, master, to).await?;
                     }
                 }
             }
             EventKind::ScaleOutAndIn => {
-                let added = self.cluster.add_master()?;
+                let added = self.cluster.add_master().await?;
                 *node = added;
                 let c = &self.cluster;
-                let second = self
-                    .hot_slots
-                    .iter()
-                    .copied()
-                    .find(|&s| s != slot && c.owner_index(s).is_ok_and(|o| o == master));
+                let mut second = None;
+                for &s in &self.hot_slots {
+                    if s != slot && c.owner_index(s).await.is_ok_and(|o| o == master) {
+                        second = Some(s);
+                        break;
+                    }
+                }
                 let given: Vec<u16> = std::iter::once(slot).chain(second).collect();
                 for &s in &given {
-                    migrate_step_by_step(c, s, master, added)?;
+                    migrate_step_by_step(c, s, master, added).await?;
                 }
-                sleep(Duration::from_secs(2));
+                sleep(Duration::from_secs(2)).await;
                 for &s in &given {
-                    migrate_step_by_step(c, s, added, master)?;
+                    migrate_step_by_step(c, s, added, master).await?;
                 }
-                self.cluster.forget_node(added)?;
+                self.cluster.forget_node(added).await?;
             }
             EventKind::BackAndForth => {
-                let to = self.other_master(master)?;
+                let to = self.other_master(master).await?;
                 let c = &self.cluster;
                 for _ in 0..2 {
-                    c.move_slot(slot, to)?;
-                    sleep(Duration::from_millis(250));
-                    c.move_slot(slot, master)?;
-                    sleep(Duration::from_millis(250));
+                    c.move_slot(slot, to).await?;
+                    sleep(Duration::from_millis(250)).await;
+                    c.move_slot(slot, master).await?;
+                    sleep(Duration::from_millis(250)).await;
                 }
             }
             EventKind::KillMaster => {
-                c.kill(master);
-                c.wait_failover_of(master, slot)?;
-                c.restart(master, slot)?;
+                let c = &mut self.cluster;
+                c.kill(master).await;
+                c.wait_failover_of(master, slot).await?;
+                c.restart(master, slot).await?;
             }
             EventKind::KillReplica => {
-                let replica = c.replica_of(master)?;
+                let c = &mut self.cluster;
+                let replica = c.replica_of(master).await?;
                 *node = replica;
-                c.kill(replica);
-                sleep(Duration::from_secs(1));
-                c.restart(replica, slot)?;
+                c.kill(replica).await;
+                sleep(Duration::from_secs(1)).await;
+                c.restart(replica, slot).await?;
             }
             EventKind::FreezeShort => {
-                c.freeze(master)?;
-                sleep(Duration::from_millis(500));
-                c.thaw(master)?;
+                let c = &mut self.cluster;
+                c.freeze(master).await?;
+                sleep(Duration::from_millis(500)).await;
+                c.thaw(master).await?;
             }
             EventKind::FreezeLong => {
-                c.freeze(master)?;
-                let waited = c.wait_failover_of(master, slot);
+                let c = &mut self.cluster;
+                c.freeze(master).await?;
+                let waited = c.wait_failover_of(master, slot).await;
                 // Away on past its replica's takeover, as a paused VM is:
                 // whoever still trusts it must find out by themselves.
-                sleep(OUTLASTS_FAILOVER);
-                c.thaw(master)?;
+                sleep(OUTLASTS_FAILOVER).await;
+                c.thaw(master).await?;
                 waited?;
-                c.wait_steps_down(master)?;
+                c.wait_steps_down(master).await?;
             }
             EventKind::Latency => {
-                c.fault(master, Faults::latency(Duration::from_millis(50)))?;
-                sleep(Duration::from_secs(2));
-                c.fault(master, Faults::HEALTHY)?;
+                let c = &self.cluster;
+                c.fault(master, Faults::latency(Duration::from_millis(50)))
+                    .await?;
+                sleep(Duration::from_secs(2)).await;
+                c.fault(master, Faults::HEALTHY).await?;
             }
-            EventKind::DropConnections => c.drop_connections(master)?,
+            EventKind::DropConnections => self.cluster.drop_connections(master).await?,
             EventKind::Partition => {
-                c.partition(master, true)?;
-                let waited = c.wait_failover_of(master, slot);
-                sleep(OUTLASTS_FAILOVER);
-                c.partition(master, false)?;
+                let c = &self.cluster;
+                c.partition(master, true).await?;
+                let waited = c.wait_failover_of(master, slot).await;
+                sleep(OUTLASTS_FAILOVER).await;
+                c.partition(master, false).await?;
                 waited?;
-                c.wait_steps_down(master)?;
+                c.wait_steps_down(master).await?;
             }
             EventKind::CutOneWay => {
+                let c = &self.cluster;
                 let held = Faults {
                     to_client: Flow::Stopped,
                     ..Faults::HEALTHY
                 };
-                c.fault(master, held)?;
-                sleep(Duration::from_millis(1_500));
-                c.fault(master, Faults::HEALTHY)?;
+                c.fault(master, held).await?;
+                sleep(Duration::from_millis(1_500)).await;
+                c.fault(master, Faults::HEALTHY).await?;
             }
             EventKind::Trickle => {
-                c.fault(master, Faults::trickle(2_000))?;
-                sleep(Duration::from_secs(2));
-                c.fault(master, Faults::HEALTHY)?;
+                let c = &self.cluster;
+                c.fault(master, Faults::trickle(2_000)).await?;
+                sleep(Duration::from_secs(2)).await;
+                c.fault(master, Faults::HEALTHY).await?;
             }
         }
         Ok(())

@@ -60,16 +60,23 @@ pub(crate) fn register(durable: bool, writer: &str, k: usize) -> String {
 /// The soak's clients: plain writes, durable ones (`WAIT 1`), and reads
 /// through the client cache.
 #[derive(Clone)]
-pub(crate) struct Clients {
-    pub(crate) plain: Client,
-    pub(crate) durable: Client,
-    pub(crate) cached: Client,
+pub struct Clients {
+    /// Plain writes and reads.
+    pub plain: Client,
+    /// Durable writes (`WAIT 1`).
+    pub durable: Client,
+    /// Reads through the client cache.
+    pub cached: Client,
     /// Reads only the rarely written registers, through its own cache.
-    pub(crate) cached_rare: Client,
+    pub cached_rare: Client,
 }
 
 impl Clients {
-    pub(crate) async fn connect(seeds: &[String]) -> Result<Self, Error> {
+    /// The four clients, connected to `seeds`.
+    ///
+    /// # Errors
+    /// No seed answered with a map.
+    pub async fn connect(seeds: &[String]) -> Result<Self, Error> {
         let builder = || {
             Client::builder()
                 .env(crate::no_env)
@@ -109,13 +116,9 @@ fn pick(state: &mut u64, n: usize) -> usize {
     (*state % n as u64) as usize
 }
 
-/// Starts every workload task; each runs until `stop`.
-pub(crate) fn spawn(
-    rt: &tokio::runtime::Runtime,
-    clients: &Clients,
-    history: &History,
-    stop: &Arc<AtomicBool>,
-) -> Vec<JoinHandle<()>> {
+/// Starts every workload task (on the current runtime); each runs until
+/// `stop`.
+pub fn spawn(clients: &Clients, history: &History, stop: &Arc<Control>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
         for durable in [true, false] {
@@ -124,7 +127,7 @@ pub(crate) fn spawn(
             } else {
                 clients.plain.clone()
             };
-            tasks.push(rt.spawn(registers(
+            tasks.push(tokio::spawn(registers(
                 client,
                 durable,
                 w.to_string(),
@@ -134,13 +137,13 @@ pub(crate) fn spawn(
         }
     }
     for t in 0..2 {
-        tasks.push(rt.spawn(appends(
+        tasks.push(tokio::spawn(appends(
             clients.plain.clone(),
             t,
             history.clone(),
             stop.clone(),
         )));
-        tasks.push(rt.spawn(counters(
+        tasks.push(tokio::spawn(counters(
             clients.durable.clone(),
             t,
             history.clone(),
@@ -148,45 +151,53 @@ pub(crate) fn spawn(
         )));
     }
     for t in 0..CAS_TASKS {
-        tasks.push(rt.spawn(cas(
+        tasks.push(tokio::spawn(cas(
             clients.durable.clone(),
             t,
             history.clone(),
             stop.clone(),
         )));
     }
-    tasks.push(rt.spawn(scripts(
+    tasks.push(tokio::spawn(scripts(
         clients.plain.clone(),
         history.clone(),
         stop.clone(),
     )));
-    tasks.push(rt.spawn(multi(clients.plain.clone(), history.clone(), stop.clone())));
-    tasks.push(rt.spawn(pipelines(
+    tasks.push(tokio::spawn(multi(
         clients.plain.clone(),
         history.clone(),
         stop.clone(),
     )));
-    tasks.push(rt.spawn(transactions(
+    tasks.push(tokio::spawn(pipelines(
         clients.plain.clone(),
         history.clone(),
         stop.clone(),
     )));
-    tasks.push(rt.spawn(producer(
+    tasks.push(tokio::spawn(transactions(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
+    tasks.push(tokio::spawn(producer(
         clients.durable.clone(),
         history.clone(),
         stop.clone(),
     )));
-    tasks.push(rt.spawn(consumer(
+    tasks.push(tokio::spawn(consumer(
         clients.plain.clone(),
         history.clone(),
         stop.clone(),
     )));
-    tasks.push(rt.spawn(pubsub(clients.plain.clone(), history.clone(), stop.clone())));
+    tasks.push(tokio::spawn(pubsub(
+        clients.plain.clone(),
+        history.clone(),
+        stop.clone(),
+    )));
     let busy: Vec<String> = (0..WRITERS)
         .flat_map(|w| (0..KEYS_PER_WRITER).map(move |k| register(true, &w.to_string(), k)))
         .collect();
     for t in 0..CACHED_READERS {
-        tasks.push(rt.spawn(cached_reads(
+        tasks.push(tokio::spawn(cached_reads(
             clients.cached.clone(),
             busy.clone(),
             t,
@@ -194,7 +205,7 @@ pub(crate) fn spawn(
             stop.clone(),
         )));
     }
-    tasks.push(rt.spawn(rare_writes(
+    tasks.push(tokio::spawn(rare_writes(
         clients.durable.clone(),
         history.clone(),
         stop.clone(),
@@ -203,7 +214,7 @@ pub(crate) fn spawn(
     // other key's reads, so the others go on hitting as long as the cache
     // lets them.
     for k in 0..KEYS_PER_WRITER {
-        tasks.push(rt.spawn(cached_reads(
+        tasks.push(tokio::spawn(cached_reads(
             clients.cached_rare.clone(),
             vec![register(true, RARE_WRITER, k)],
             k + CACHED_READERS,
@@ -215,10 +226,10 @@ pub(crate) fn spawn(
 }
 
 /// Durable writes of writer `r`'s registers, one every 100 ms.
-async fn rare_writes(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn rare_writes(client: Client, history: History, stop: Arc<Control>) {
     let mut draws = 0x4A4E_0001u64;
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let key = register(true, RARE_WRITER, pick(&mut draws, KEYS_PER_WRITER));
         let value = format!("{RARE_WRITER}.{n}");
@@ -237,10 +248,10 @@ async fn cached_reads(
     keys: Vec<String>,
     t: usize,
     history: History,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Control>,
 ) {
     let mut draws = 0xCAC4_E5EEu64 + t as u64;
-    while !done(&stop) {
+    while go(&stop).await {
         let key = &keys[pick(&mut draws, keys.len())];
         let at = history.clock.ms();
         match client.get(&key).await {
@@ -251,8 +262,37 @@ async fn cached_reads(
     }
 }
 
-fn done(stop: &AtomicBool) -> bool {
-    stop.load(Ordering::Acquire)
+/// When the workload stops, and how it is paced.
+#[derive(Debug, Default)]
+pub struct Control {
+    stop: AtomicBool,
+    pace: Option<Duration>,
+}
+
+impl Control {
+    /// A workload that runs until stopped, each task waiting `pace`
+    /// before each operation (none: as fast as it goes, as the real soak
+    /// runs; the simulation paces it in simulated time).
+    #[must_use]
+    pub fn new(pace: Option<Duration>) -> Arc<Self> {
+        Arc::new(Self {
+            stop: AtomicBool::new(false),
+            pace,
+        })
+    }
+
+    /// Every task stops after its operation in flight.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// Whether a task goes on (after its pause, when paced).
+async fn go(control: &Control) -> bool {
+    if let Some(pace) = control.pace {
+        tokio::time::sleep(pace).await;
+    }
+    !control.stop.load(Ordering::Acquire)
 }
 
 async fn registers(
@@ -260,12 +300,12 @@ async fn registers(
     durable: bool,
     writer: String,
     history: History,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Control>,
 ) {
     let (write, read) = if durable { ("dw", "dr") } else { ("pw", "pr") };
     let mut draws = 0x9E37_79B9u64 + writer.len() as u64 * 7 + u64::from(durable);
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let key = register(durable, &writer, pick(&mut draws, KEYS_PER_WRITER));
         let value = format!("{writer}.{n}");
@@ -287,11 +327,11 @@ async fn registers(
 /// owner, the source on `NOSCRIPT` (a new master after a kill or a
 /// failover, a slot moved to another node), judged as any plain write; a
 /// read in four.
-async fn scripts(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn scripts(client: Client, history: History, stop: Arc<Control>) {
     let set = zaris_client::Script::new("return redis.call('SET', KEYS[1], ARGV[1])");
     let mut draws = 0x5C21_7E55u64;
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let key = register(false, "s", pick(&mut draws, KEYS_PER_WRITER));
         let value = format!("s.{n}");
@@ -319,10 +359,10 @@ fn text(value: Option<bytes::Bytes>) -> String {
     )
 }
 
-async fn appends(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+async fn appends(client: Client, task: usize, history: History, stop: Arc<Control>) {
     let mut draws = 0xA5A5_5A5Au64 + task as u64;
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let list = LISTS[pick(&mut draws, LISTS.len())];
         let value = format!("{task}.{n}");
@@ -335,9 +375,9 @@ async fn appends(client: Client, task: usize, history: History, stop: Arc<Atomic
     }
 }
 
-async fn counters(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+async fn counters(client: Client, task: usize, history: History, stop: Arc<Control>) {
     let mut draws = 0x1234_5678u64 + task as u64;
-    while !done(&stop) {
+    while go(&stop).await {
         let key = format!("ctr:{}", pick(&mut draws, COUNTERS));
         let at = history.clock.ms();
         let outcome = client.incr_by(&key, 1).await.map(drop);
@@ -345,9 +385,9 @@ async fn counters(client: Client, task: usize, history: History, stop: Arc<Atomi
     }
 }
 
-async fn cas(client: Client, task: usize, history: History, stop: Arc<AtomicBool>) {
+async fn cas(client: Client, task: usize, history: History, stop: Arc<Control>) {
     let mut draws = 0x0F0F_F0F0u64 + task as u64;
-    while !done(&stop) {
+    while go(&stop).await {
         let key = format!("cas:{task}:{}", pick(&mut draws, CAS_KEYS));
         let at = history.clock.ms();
         let version = match client.get_versioned(&key).await {
@@ -370,9 +410,9 @@ async fn cas(client: Client, task: usize, history: History, stop: Arc<AtomicBool
     }
 }
 
-async fn multi(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn multi(client: Client, history: History, stop: Arc<Control>) {
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let value = format!("m.{n}");
         let pairs: Vec<(&str, &str)> = MULTI_KEYS.iter().map(|k| (*k, value.as_str())).collect();
@@ -390,10 +430,10 @@ async fn multi(client: Client, history: History, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn pipelines(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn pipelines(client: Client, history: History, stop: Arc<Control>) {
     let mut draws = 0xDEAD_BEEFu64;
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         let mut pipeline = client.pipeline();
         let mut writes = Vec::new();
         for _ in 0..4 {
@@ -433,8 +473,8 @@ async fn pipelines(client: Client, history: History, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn transactions(client: Client, history: History, stop: Arc<AtomicBool>) {
-    while !done(&stop) {
+async fn transactions(client: Client, history: History, stop: Arc<Control>) {
+    while go(&stop).await {
         let at = history.clock.ms();
         let outcome = client
             .transaction()
@@ -447,9 +487,9 @@ async fn transactions(client: Client, history: History, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn producer(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn producer(client: Client, history: History, stop: Arc<Control>) {
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let value = n.to_string();
         let at = history.clock.ms();
@@ -459,8 +499,8 @@ async fn producer(client: Client, history: History, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn consumer(client: Client, history: History, stop: Arc<AtomicBool>) {
-    while !done(&stop) {
+async fn consumer(client: Client, history: History, stop: Arc<Control>) {
+    while go(&stop).await {
         let at = history.clock.ms();
         match client.cmd(&["BLPOP", QUEUE, "1"]).await {
             Ok(Value::Array(pair)) => {
@@ -474,7 +514,7 @@ async fn consumer(client: Client, history: History, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn pubsub(client: Client, history: History, stop: Arc<AtomicBool>) {
+async fn pubsub(client: Client, history: History, stop: Arc<Control>) {
     let mut subscription = match client.ssubscribe(&[CHANNEL]).await {
         Ok(s) => s,
         Err(e) => {
@@ -504,7 +544,7 @@ async fn pubsub(client: Client, history: History, stop: Arc<AtomicBool>) {
         })
     };
     let mut n = 0u64;
-    while !done(&stop) {
+    while go(&stop).await {
         n += 1;
         let at = history.clock.ms();
         let outcome = client.spublish(CHANNEL, n.to_string()).await.map(drop);
@@ -517,10 +557,13 @@ async fn pubsub(client: Client, history: History, stop: Arc<AtomicBool>) {
 /// One sample a second: the process's resident memory and the clients'
 /// counters, for the timeline and the memory check.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub(crate) struct Sample {
-    pub(crate) at_ms: f64,
-    pub(crate) rss_kib: u64,
-    pub(crate) refreshes: u64,
+pub struct Sample {
+    /// When (ms).
+    pub at_ms: f64,
+    /// Resident memory (KiB).
+    pub rss_kib: u64,
+    /// Map refreshes started so far.
+    pub refreshes: u64,
 }
 
 fn rss_kib() -> u64 {
@@ -536,10 +579,10 @@ fn rss_kib() -> u64 {
 pub(crate) async fn sample(
     clients: Clients,
     clock: Clock,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Control>,
     samples: Arc<Mutex<Vec<Sample>>>,
 ) {
-    while !done(&stop) {
+    while go(&stop).await {
         let refreshes =
             clients.plain.stats().refreshes_started + clients.durable.stats().refreshes_started;
         let s = Sample {
@@ -554,13 +597,20 @@ pub(crate) async fn sample(
 
 /// The cluster's final state, read once the nemesis is done.
 #[derive(Debug, Default)]
-pub(crate) struct Finals {
-    pub(crate) values: HashMap<String, Option<String>>,
-    pub(crate) lists: HashMap<String, Vec<String>>,
-    pub(crate) versions: HashMap<String, u64>,
+pub struct Finals {
+    /// Each register's, counter's and multi-key's value.
+    pub values: HashMap<String, Option<String>>,
+    /// Each list's items.
+    pub lists: HashMap<String, Vec<String>>,
+    /// Each compare-and-set key's version.
+    pub versions: HashMap<String, u64>,
 }
 
-pub(crate) async fn read_back(clients: &Clients) -> Result<Finals, Error> {
+/// The cluster's final state, through `clients.plain`.
+///
+/// # Errors
+/// A read failed.
+pub async fn read_back(clients: &Clients) -> Result<Finals, Error> {
     let client = &clients.plain;
     let mut finals = Finals::default();
     let mut keys: Vec<String> = Vec::new();
