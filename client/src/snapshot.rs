@@ -68,6 +68,15 @@ impl Snapshot {
         self.owner_addr(slot) == Some(addr)
     }
 
+    /// The slots `addr` owns, in order: its address compared once, then
+    /// each slot's owner by index.
+    pub(crate) fn slots_of(&self, addr: &str) -> impl Iterator<Item = u16> + '_ {
+        let index = self.owners.iter().position(|n| *n.addr == *addr);
+        (0..SLOT_COUNT).filter(move |&slot| {
+            index.is_some_and(|i| self.table.owner_of_slot(slot).ok().map(usize::from) == Some(i))
+        })
+    }
+
     /// The node to read `slot` from under `policy`: a replica of its owner
     /// (round robin by `turn`, passing over replicas that just failed to
     /// connect), else the owner.
@@ -213,5 +222,12 @@ mod tests {
             Snapshot::empty().owner_of_slot(5),
             Err(RouteError::Unavailable { .. })
         ));
+        // Each owner's slots, as `owns` gives them one by one.
+        for addr in ["a:1", "b:1", "c:1", "nobody:1"] {
+            let by_index: Vec<u16> = moved.slots_of(addr).collect();
+            let by_name: Vec<u16> = (0..SLOT_COUNT).filter(|&s| moved.owns(addr, s)).collect();
+            assert_eq!(by_index, by_name, "{addr}");
+        }
+        assert_eq!(moved.slots_of("c:1").collect::<Vec<_>>(), [12739]);
     }
 }

@@ -821,12 +821,20 @@ impl Model {
             return Reply::NilArray;
         }
         let mut replies = Vec::with_capacity(queued.len());
+        self.batch = Some(Effects::new());
         for args in &queued {
             match self.command(conn, &upper(&args[0]), args, true) {
                 Step::Reply(r) | Step::Close(r) => replies.push(r),
                 Step::Block(_) => replies.push(Reply::NilArray),
             }
         }
+        // One write for the whole transaction: a replica applies all of
+        // it or none.
+        let mut effects = self.batch.take().unwrap_or_default();
+        effects.reverse();
+        let mut seen = std::collections::BTreeSet::new();
+        effects.retain(|(k, _)| seen.insert(k.clone()));
+        self.wrote(me, Some(conn), effects);
         Reply::Array(replies)
     }
 
@@ -1043,7 +1051,7 @@ impl Model {
                     .filter(|&m| view.is_master(m))
                     .map(|m| {
                         let mut slots = Vec::new();
-                        for (a, b) in view.ranges(m) {
+                        for &(a, b) in view.ranges(m) {
                             slots.push(Reply::Int(i64::from(a)));
                             slots.push(Reply::Int(i64::from(b)));
                         }
@@ -1061,7 +1069,7 @@ impl Model {
             "SLOTS" => {
                 let mut ranges = Vec::new();
                 for m in (0..self.nodes.len()).filter(|&m| view.is_master(m)) {
-                    for (a, b) in view.ranges(m) {
+                    for &(a, b) in view.ranges(m) {
                         let mut entry = vec![Reply::Int(i64::from(a)), Reply::Int(i64::from(b))];
                         for n in std::iter::once(m).chain(view.replicas(m)) {
                             entry.push(Reply::Array(vec![
@@ -1169,7 +1177,7 @@ impl Model {
                 flags.join(","),
                 view.epoch[view.master_of[n].unwrap_or(n)],
             );
-            for (a, b) in view.ranges(n) {
+            for &(a, b) in view.ranges(n) {
                 if a == b {
                     let _ = write!(text, " {a}");
                 } else {

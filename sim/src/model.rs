@@ -78,6 +78,8 @@ pub struct Layout {
     pub failed: Vec<bool>,
     /// Each node's config epoch.
     pub epoch: Vec<u64>,
+    /// Each node's slot ranges, worked out from `owner` once.
+    ranges: std::cell::OnceCell<Vec<Vec<(u16, u16)>>>,
 }
 
 impl Layout {
@@ -94,19 +96,21 @@ impl Layout {
 
     /// The slot ranges `m` serves.
     #[must_use]
-    pub fn ranges(&self, m: usize) -> Vec<(u16, u16)> {
-        let mut ranges: Vec<(u16, u16)> = Vec::new();
-        for (slot, owner) in self.owner.iter().enumerate() {
-            if *owner != Some(m) {
-                continue;
+    pub fn ranges(&self, m: usize) -> &[(u16, u16)] {
+        let all = self.ranges.get_or_init(|| {
+            let mut all = vec![Vec::new(); self.member.len()];
+            for (slot, owner) in self.owner.iter().enumerate() {
+                let Some(o) = *owner else { continue };
+                let ranges: &mut Vec<(u16, u16)> = &mut all[o];
+                let slot = slot as u16;
+                match ranges.last_mut() {
+                    Some(last) if last.1 + 1 == slot => last.1 = slot,
+                    _ => ranges.push((slot, slot)),
+                }
             }
-            let slot = slot as u16;
-            match ranges.last_mut() {
-                Some(last) if last.1 + 1 == slot => last.1 = slot,
-                _ => ranges.push((slot, slot)),
-            }
-        }
-        ranges
+            all
+        });
+        &all[m]
     }
 }
 
@@ -239,6 +243,9 @@ pub struct Model {
     pub counts: Counts,
     /// Everything that happened.
     pub trace: Trace,
+    /// Inside `EXEC`: the transaction's writes so far, replicated as one
+    /// (as Redis wraps them in `MULTI`/`EXEC` in the replication stream).
+    pub batch: Option<Effects>,
 }
 
 /// The model, shared by every host of the simulation.
@@ -262,6 +269,7 @@ impl Model {
             member: vec![false; total],
             failed: vec![false; total],
             epoch: vec![0; total],
+            ranges: std::cell::OnceCell::new(),
         };
         for m in 0..masters {
             layout.member[m] = true;
@@ -314,6 +322,7 @@ impl Model {
             rng: seed | 1,
             counts: Counts::new(),
             trace: Trace::default(),
+            batch: None,
         }
     }
 
@@ -417,6 +426,7 @@ impl Model {
     /// A new truth: `change` applied to the configuration.
     pub fn reconfigure(&mut self, change: impl FnOnce(&mut Layout)) {
         let mut layout = (*self.truth).clone();
+        layout.ranges = std::cell::OnceCell::new();
         change(&mut layout);
         self.truth = Rc::new(layout);
     }
@@ -508,6 +518,10 @@ impl Model {
     /// woken.
     pub fn wrote(&mut self, m: usize, conn: Option<u64>, effects: Effects) {
         if effects.is_empty() {
+            return;
+        }
+        if let Some(batch) = &mut self.batch {
+            batch.extend(effects);
             return;
         }
         let at = now();

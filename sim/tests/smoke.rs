@@ -31,3 +31,14 @@ fn one_seed_runs_and_is_judged() {
     );
     assert!(outcome.violations.is_empty(), "{:#?}", outcome.violations);
 }
+
+#[test]
+fn a_seed_replays_to_the_same_trace() {
+    let setup = Setup {
+        seconds: 10,
+        ..Setup::campaign(11)
+    };
+    let (a, b) = (run(&setup), run(&setup));
+    assert_eq!(a.operations, b.operations);
+    assert_eq!(a.trace_sha256, b.trace_sha256);
+}
