@@ -40,11 +40,28 @@ test: lint
     just package
     just msrv
 
-# The real client in turmoil's simulated time (sim/, a workspace of its
-# own: the client's `sim` feature must never reach the main builds).
+# The deterministic simulation's build: sim/ is a workspace of its own (the
+# client's `sim` feature must never reach the main builds), with tokio's
+# scheduler seeded by turmoil (`tokio_unstable`), in a target of its own.
+sim_env := "RUSTFLAGS='--cfg tokio_unstable' CARGO_TARGET_DIR=target/sim"
+
+# The simulation's tests, then a campaign of 2,000 seeds.
 test-sim:
-    @echo "==> the client in a deterministic simulation (sim/)"
-    CARGO_TARGET_DIR=target cargo test --manifest-path sim/Cargo.toml
+    @echo "==> the client in a deterministic simulation (sim/): tests"
+    {{sim_env}} cargo test --release --manifest-path sim/Cargo.toml
+    just sim 2000
+
+# A campaign: SEEDS seeded runs from FROM, on every core, each a minute of
+# the soak's workload and nemesis against the model cluster, judged by the
+# soak's checker. Prints the command that replays each failing seed;
+# writes target/sim/report.json.
+sim SEEDS="2000" FROM="1":
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}}
+
+# One seed's whole trace (every attempt, redirect, refresh, fault, and the
+# checker's verdict) as JSON lines in FILE.
+sim-trace SEED FILE:
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- trace {{SEED}} {{FILE}}
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
@@ -90,7 +107,7 @@ lint:
     cargo fmt --manifest-path python/Cargo.toml -- --check
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
     cargo fmt --manifest-path sim/Cargo.toml -- --check
-    CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
+    {{sim_env}} cargo clippy --release --manifest-path sim/Cargo.toml --all-targets -- -D warnings
     cargo fmt --manifest-path baremetal/Cargo.toml -- --check
     cd baremetal && cargo clippy --release -- -D warnings
     @echo "==> rustdoc, warnings denied"

@@ -143,9 +143,32 @@ struct State {
     everything: u64,
     nodes: seam::HashMap<Arc<str>, NodeState>,
     slots: Box<[u32]>,
-    /// Per slot: the node (by id, 0 none) that last showed it serves it,
-    /// and when that proof was asked for.
-    proven: Box<[(u32, Duration)]>,
+    /// Per slot: the node that last showed it serves it, and when.
+    proven: Box<[Proof]>,
+}
+
+/// A node's proof that it serves a slot: the node (by id, 0 none) and when
+/// the proof was asked for, in whole milliseconds of [`Cache::now`] (8
+/// bytes a slot: a check proves thousands at once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Proof {
+    node: u32,
+    asked_ms: u32,
+}
+
+impl Proof {
+    /// Node `node`'s proof asked for at `at`: rounded down, so that the
+    /// lease it grants ends no later than it should.
+    fn new(node: u32, at: Duration) -> Self {
+        Self {
+            node,
+            asked_ms: u32::try_from(at.as_millis()).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn asked_at(self) -> Duration {
+        Duration::from_millis(u64::from(self.asked_ms))
+    }
 }
 
 /// The counters `Stats` reports.
@@ -191,7 +214,7 @@ impl Cache {
                 everything: 0,
                 nodes: seam::map(),
                 slots: vec![0; usize::from(SLOT_COUNT)].into_boxed_slice(),
-                proven: vec![(0, Duration::ZERO); usize::from(SLOT_COUNT)].into_boxed_slice(),
+                proven: vec![Proof::default(); usize::from(SLOT_COUNT)].into_boxed_slice(),
             }),
             hasher: seam::Hasher::default(),
             started: Instant::now(),
@@ -239,14 +262,14 @@ impl Cache {
             let now = self.now();
             let mut state = self.state();
             let epochs = state.epochs(&entry.node, slot);
-            let (proven_by, proven_at) = state.proven[usize::from(slot)];
+            let proof = state.proven[usize::from(slot)];
             let node = state.nodes.get_mut(&entry.node)?;
             node.used_at = Some(now);
             let served = &*entry.node == owner
                 && entry.slot == slot
                 && entry.epochs == epochs
-                && proven_by == node.id
-                && lease_holds(Some(proven_at), now, self.config.lease);
+                && proof.node == node.id
+                && lease_holds(Some(proof.asked_at()), now, self.config.lease);
             drop(state);
             if !served {
                 return None;
@@ -438,7 +461,7 @@ impl Cache {
         addr: &str,
         asked_at: Duration,
         verdict: Result<Checked, String>,
-        slots_in_map: impl Iterator<Item = u16>,
+        in_map: &[std::ops::Range<u16>],
     ) -> Vec<u16> {
         let mut state = self.state();
         let Some(node) = state.nodes.get_mut(addr) else {
@@ -449,13 +472,21 @@ impl Cache {
         match verdict {
             Ok(Checked::Master(claimed)) => {
                 for &(first, last) in &claimed {
-                    for slot in first..=last.min(SLOT_COUNT - 1) {
-                        state.prove(slot, id, asked_at);
-                    }
+                    state.prove_all(first, last, id, asked_at);
                 }
                 drop(state);
                 let claims = |slot: u16| claimed.iter().any(|&(a, b)| a <= slot && slot <= b);
-                let lost: Vec<u16> = slots_in_map.filter(|&s| !claims(s)).collect();
+                // The map's runs the node claims whole cost one comparison.
+                let lost: Vec<u16> = in_map
+                    .iter()
+                    .filter(|run| {
+                        !claimed
+                            .iter()
+                            .any(|&(a, b)| a <= run.start && run.end.saturating_sub(1) <= b)
+                    })
+                    .flat_map(Clone::clone)
+                    .filter(|&s| !claims(s))
+                    .collect();
                 if !lost.is_empty() {
                     tracing::debug!(
                         addr,
@@ -512,10 +543,21 @@ impl State {
 
     /// Node `id` showed at `at` that it serves `slot`.
     fn prove(&mut self, slot: u16, id: u32, at: Duration) {
-        if let Some(proof) = self.proven.get_mut(usize::from(slot)) {
-            if proof.0 != id || proof.1 < at {
-                *proof = (id, at);
-            }
+        self.prove_all(slot, slot, id, at);
+    }
+
+    /// [`Self::prove`] for every slot from `first` to `last`.
+    fn prove_all(&mut self, first: u16, last: u16, id: u32, at: Duration) {
+        let last = usize::from(last.min(SLOT_COUNT - 1));
+        let new = Proof::new(id, at);
+        for proof in self
+            .proven
+            .get_mut(usize::from(first)..=last)
+            .unwrap_or_default()
+        {
+            // Branch-free, so that a check's thousands of slots vectorize.
+            let keep = proof.node == id && proof.asked_ms >= new.asked_ms;
+            *proof = if keep { *proof } else { new };
         }
     }
 
@@ -630,7 +672,7 @@ mod tests {
             "a:1",
             asked,
             Ok(Checked::Master(vec![(0, 100)])),
-            [7].into_iter(),
+            std::slice::from_ref(&(7..8)),
         );
         assert!(lost.is_empty());
         assert!(hit(&cache, "k", "a:1").is_some());
@@ -701,9 +743,10 @@ mod tests {
             "a:1",
             cache.now(),
             Ok(Checked::Master(vec![(100, 200)])),
-            [7].into_iter(),
+            &[7..8, 150..160, 199..202],
         );
-        assert_eq!(lost, [7]);
+        // Slots the map gives it that it no longer claims, and only those.
+        assert_eq!(lost, [7, 201]);
         assert!(hit(&cache, "k", "a:1").is_none());
         // A node found a replica, or not answering.
         fill(&cache);
@@ -711,16 +754,11 @@ mod tests {
             "a:1",
             cache.now(),
             Ok(Checked::NotServing("a replica")),
-            std::iter::empty(),
+            &[],
         );
         assert!(hit(&cache, "k", "a:1").is_none());
         fill(&cache);
-        cache.checked(
-            "a:1",
-            cache.now(),
-            Err("no answer".into()),
-            std::iter::empty(),
-        );
+        cache.checked("a:1", cache.now(), Err("no answer".into()), &[]);
         assert!(hit(&cache, "k", "a:1").is_none());
         assert!(cache.counters.flushes.load(Relaxed) >= 6);
     }

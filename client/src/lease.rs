@@ -43,7 +43,7 @@ pub(crate) async fn check_leases(inner: Weak<Inner>) {
                 let verdict = inner.check(&addr, lease).await;
                 let Some(cache) = &inner.cache else { return };
                 let snapshot = inner.snapshot.load();
-                let mine = snapshot.slots_of(&addr);
+                let mine = snapshot.ranges_of(&addr);
                 let lost = cache.checked(&addr, asked_at, verdict, mine);
                 if !lost.is_empty() {
                     let wait = inner.config.refresh_wait;

@@ -1,7 +1,8 @@
 //! The routing snapshot (docs/behaviour.md §4): slot → owner index → node,
 //! immutable, swapped whole.
 
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
@@ -15,6 +16,9 @@ pub(crate) struct Snapshot {
     pub(crate) owners: Vec<Arc<Node>>,
     /// The replicas of each owner (same index), for replica reads.
     pub(crate) replicas: Vec<Vec<Arc<Node>>>,
+    /// Each owner's slot ranges (same index), read from the table on
+    /// first use: the cache's lease checks ask for them often.
+    by_owner: OnceLock<Vec<Vec<Range<u16>>>>,
 }
 
 impl Snapshot {
@@ -25,6 +29,7 @@ impl Snapshot {
             table: SegmentTable::new(unowned).expect("16384 segments"),
             owners: Vec::new(),
             replicas: Vec::new(),
+            by_owner: OnceLock::new(),
         }
     }
 
@@ -68,13 +73,21 @@ impl Snapshot {
         self.owner_addr(slot) == Some(addr)
     }
 
-    /// The slots `addr` owns, in order: its address compared once, then
-    /// each slot's owner by index.
-    pub(crate) fn slots_of(&self, addr: &str) -> impl Iterator<Item = u16> + '_ {
-        let index = self.owners.iter().position(|n| *n.addr == *addr);
-        (0..SLOT_COUNT).filter(move |&slot| {
-            index.is_some_and(|i| self.table.owner_of_slot(slot).ok().map(usize::from) == Some(i))
-        })
+    /// The slot ranges `addr` owns, in order.
+    pub(crate) fn ranges_of(&self, addr: &str) -> &[Range<u16>] {
+        let Some(index) = self.owners.iter().position(|n| *n.addr == *addr) else {
+            return &[];
+        };
+        let by_owner = self.by_owner.get_or_init(|| {
+            let mut by_owner = vec![Vec::new(); self.owners.len()];
+            for (run, owner) in self.table.runs() {
+                if let Some(ranges) = by_owner.get_mut(usize::from(owner)) {
+                    ranges.push(run);
+                }
+            }
+            by_owner
+        });
+        by_owner.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// The node to read `slot` from under `policy`: a replica of its owner
@@ -137,6 +150,7 @@ impl Snapshot {
                 table,
                 owners,
                 replicas,
+                by_owner: OnceLock::new(),
             };
             (next, changed)
         })
@@ -224,10 +238,11 @@ mod tests {
         ));
         // Each owner's slots, as `owns` gives them one by one.
         for addr in ["a:1", "b:1", "c:1", "nobody:1"] {
-            let by_index: Vec<u16> = moved.slots_of(addr).collect();
+            let by_run: Vec<u16> = moved.ranges_of(addr).iter().cloned().flatten().collect();
             let by_name: Vec<u16> = (0..SLOT_COUNT).filter(|&s| moved.owns(addr, s)).collect();
-            assert_eq!(by_index, by_name, "{addr}");
+            assert_eq!(by_run, by_name, "{addr}");
         }
-        assert_eq!(moved.slots_of("c:1").collect::<Vec<_>>(), [12739]);
+        assert_eq!(moved.ranges_of("c:1").first(), Some(&(12739..12740)));
+        assert_eq!(moved.ranges_of("b:1"), [8192..12739, 12740..16384]);
     }
 }

@@ -1086,12 +1086,15 @@ impl Model {
             }
             "NODES" => Reply::Verbatim(self.nodes_text(me)),
             "INFO" => {
-                let assigned = view.owner.iter().filter(|o| o.is_some()).count();
-                let failing = view
-                    .owner
-                    .iter()
-                    .filter(|o| o.is_some_and(|m| view.failed[m]))
-                    .count();
+                let served = |m: usize| {
+                    view.ranges(m)
+                        .iter()
+                        .map(|&(a, b)| usize::from(b - a) + 1)
+                        .sum::<usize>()
+                };
+                let masters = (0..self.nodes.len()).filter(|&m| view.member[m]);
+                let assigned: usize = masters.clone().map(served).sum();
+                let failing: usize = masters.filter(|&m| view.failed[m]).map(served).sum();
                 let state = if assigned == SLOTS && failing == 0 {
                     "ok"
                 } else {

@@ -37,7 +37,7 @@ impl Setup {
         Self {
             seed,
             seconds: 60,
-            pace: Duration::from_millis(150),
+            pace: Duration::from_millis(350),
             keep_trace: false,
         }
     }
@@ -89,7 +89,7 @@ pub fn run(setup: &Setup) -> Outcome {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .simulation_duration(Duration::from_secs(setup.seconds + 600))
-        .tick_duration(Duration::from_millis(1))
+        .tick_duration(Duration::from_millis(5))
         .min_message_latency(Duration::ZERO)
         .max_message_latency(Duration::from_millis(1))
         .build();

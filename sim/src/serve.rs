@@ -24,7 +24,7 @@ use crate::resp::{take_command, Reply};
 
 /// How often the cluster's clockwork turns (replication, gossip, failure
 /// detection).
-const TICK: Duration = Duration::from_millis(1);
+const TICK: Duration = Duration::from_millis(5);
 
 /// The `cluster` host's software: every node's listener and the
 /// clockwork, until the simulation ends.

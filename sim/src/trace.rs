@@ -39,8 +39,8 @@ impl Trace {
         }
     }
 
-    /// A node received `command` (its name and first key) on connection
-    /// `conn` and answered `reply` (its first word).
+    /// A node received `command` (its name and first argument) on
+    /// connection `conn` and answered `reply` (its first word).
     pub fn attempt(
         &mut self,
         at: Duration,
@@ -49,20 +49,24 @@ impl Trace {
         command: &[Vec<u8>],
         reply: &str,
     ) {
-        let mut line = String::with_capacity(96);
+        let mut line = String::with_capacity(112);
         let _ = write!(
             line,
-            r#"{{"t":{},"kind":"attempt","node":{node},"conn":{conn},"cmd":{}"#,
-            at.as_micros(),
-            json(
-                &String::from_utf8_lossy(command.first().map_or(&[][..], |c| c))
-                    .to_ascii_uppercase()
-            ),
+            r#"{{"t":{},"kind":"attempt","node":{node},"conn":{conn},"cmd":"#,
+            at.as_micros()
         );
-        if let Some(key) = command.get(1) {
-            let _ = write!(line, r#","arg":{}"#, json(&String::from_utf8_lossy(key)));
+        let name = command.first().map_or(&[][..], Vec::as_slice);
+        push_json(
+            &mut line,
+            &String::from_utf8_lossy(name).to_ascii_uppercase(),
+        );
+        if let Some(arg) = command.get(1) {
+            line.push_str(r#","arg":"#);
+            push_json(&mut line, &String::from_utf8_lossy(arg));
         }
-        let _ = write!(line, r#","reply":{}}}"#, json(reply));
+        line.push_str(r#","reply":"#);
+        push_json(&mut line, reply);
+        line.push('}');
         self.line(line);
     }
 
@@ -99,5 +103,46 @@ impl Trace {
 /// `text` as a JSON string.
 #[must_use]
 pub fn json(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+    let mut out = String::with_capacity(text.len() + 2);
+    push_json(&mut out, text);
+    out
+}
+
+/// Appends `text` to `out` as a JSON string.
+pub fn push_json(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_written_as_json_writes_them() {
+        for text in [
+            "plain",
+            "quote \" and \\",
+            "line\nbreak\ttab\r",
+            "\u{1}\u{8}\u{c}\u{1f}",
+            "ünï €",
+        ] {
+            assert_eq!(json(text), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
 }
