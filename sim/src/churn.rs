@@ -7,7 +7,7 @@ use std::io;
 use std::time::Duration;
 
 use zaris_tests::proxy::Faults;
-use zaris_tests::soak::Churn;
+use zaris_tests::soak::{Churn, EventKind};
 
 use crate::model::{now, Life, Shared};
 
@@ -51,6 +51,14 @@ impl SimCluster {
 }
 
 impl Churn for SimCluster {
+    fn starting(&mut self, kind: Option<EventKind>) {
+        let mut m = self.model.borrow_mut();
+        m.current = kind;
+        if let Some(kind) = kind {
+            m.took.push((kind, 0));
+        }
+    }
+
     async fn owner_index(&self, slot: u16) -> io::Result<usize> {
         self.model.borrow().truth.owner[usize::from(slot)]
             .ok_or_else(|| io::Error::other(format!("slot {slot} has no owner")))
@@ -166,6 +174,7 @@ impl Churn for SimCluster {
             l.failed[i] = false;
         });
         m.learn(i);
+        m.count("masters added", 1);
         m.trace.note(now(), "join", i, "a new master, no slots");
         Ok(i)
     }

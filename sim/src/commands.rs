@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use zaris_core::slot_for_key;
 
-use crate::model::{now, Data, Effects, Entry, Life, Model, SLOTS};
+use crate::model::{now, Data, Entry, Life, Model, Write, SLOTS};
 use crate::resp::Reply;
 
 /// What a command came to.
@@ -283,7 +283,7 @@ impl Model {
     }
 
     /// Each key touched and what it holds now.
-    fn effects(&self, me: usize, touched: Vec<Vec<u8>>) -> Effects {
+    fn effects(&self, me: usize, touched: Vec<Vec<u8>>) -> Write {
         let mut touched = touched;
         touched.sort();
         touched.dedup();
@@ -821,7 +821,7 @@ impl Model {
             return Reply::NilArray;
         }
         let mut replies = Vec::with_capacity(queued.len());
-        self.batch = Some(Effects::new());
+        self.batch = Some(Write::new());
         for args in &queued {
             match self.command(conn, &upper(&args[0]), args, true) {
                 Step::Reply(r) | Step::Close(r) => replies.push(r),

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use zaris_tests::proxy::{Faults, Flow};
+use zaris_tests::soak::EventKind;
 
 use crate::resp::Reply;
 use crate::trace::Trace;
@@ -63,7 +64,7 @@ pub struct Entry {
 
 /// A write as replication carries it: each key touched and what it holds
 /// after (`None`: deleted).
-pub type Effects = Vec<(Vec<u8>, Option<Entry>)>;
+pub type Write = Vec<(Vec<u8>, Option<Entry>)>;
 
 /// The cluster's configuration as one node knows it.
 #[derive(Clone, Debug)]
@@ -159,7 +160,7 @@ pub struct Node {
     pub offset: u64,
     /// As a replica: writes received, not applied yet (when they are due,
     /// their offset, their effects).
-    pub inbox: VecDeque<(Duration, u64, Effects)>,
+    pub inbox: VecDeque<(Duration, u64, Write)>,
     /// As a replica: the offset applied.
     pub applied: u64,
     /// As a replica: loading a full sync until then.
@@ -227,6 +228,9 @@ pub struct Conn {
 /// effect proves nothing.
 pub type Counts = BTreeMap<&'static str, u64>;
 
+/// What each kind of event did, counted while it ran.
+pub type Effects = BTreeMap<EventKind, Counts>;
+
 /// The whole cluster.
 pub struct Model {
     /// Every node, those not started yet included (spares for scale-out).
@@ -241,11 +245,17 @@ pub struct Model {
     rng: u64,
     /// What faults and churn did.
     pub counts: Counts,
+    /// The nemesis's event running now.
+    pub current: Option<EventKind>,
+    /// What each kind of event did.
+    pub effects: Effects,
+    /// Each event that ran, and how many effects it had.
+    pub took: Vec<(EventKind, u64)>,
     /// Everything that happened.
     pub trace: Trace,
     /// Inside `EXEC`: the transaction's writes so far, replicated as one
     /// (as Redis wraps them in `MULTI`/`EXEC` in the replication stream).
-    pub batch: Option<Effects>,
+    pub batch: Option<Write>,
 }
 
 /// The model, shared by every host of the simulation.
@@ -321,6 +331,9 @@ impl Model {
             next_conn: 1,
             rng: seed | 1,
             counts: Counts::new(),
+            current: None,
+            effects: Effects::new(),
+            took: Vec::new(),
             trace: Trace::default(),
             batch: None,
         }
@@ -338,6 +351,17 @@ impl Model {
     pub fn count(&mut self, what: &'static str, n: u64) {
         if n > 0 {
             *self.counts.entry(what).or_default() += n;
+            if let Some(kind) = self.current {
+                *self
+                    .effects
+                    .entry(kind)
+                    .or_default()
+                    .entry(what)
+                    .or_default() += n;
+                if let Some((_, effects)) = self.took.last_mut() {
+                    *effects += n;
+                }
+            }
         }
     }
 
@@ -516,7 +540,7 @@ impl Model {
     /// After a write on master `m` by `conn`: replicated (each replica gets
     /// it after its lag), watchers and trackers told, blocked commands
     /// woken.
-    pub fn wrote(&mut self, m: usize, conn: Option<u64>, effects: Effects) {
+    pub fn wrote(&mut self, m: usize, conn: Option<u64>, effects: Write) {
         if effects.is_empty() {
             return;
         }
@@ -537,6 +561,8 @@ impl Model {
                 self.nodes[r]
                     .inbox
                     .push_back((at + lag, offset, effects.clone()));
+            } else {
+                self.count("writes a dead replica missed", 1);
             }
         }
         let node = &mut self.nodes[m];
@@ -609,7 +635,7 @@ impl Model {
     }
 
     /// Replica `r` applies one write.
-    pub fn apply(&mut self, r: usize, offset: u64, effects: Effects) {
+    pub fn apply(&mut self, r: usize, offset: u64, effects: Write) {
         let node = &mut self.nodes[r];
         let mut told = BTreeSet::new();
         for (key, entry) in effects {

@@ -37,10 +37,16 @@ struct Report {
     jobs: usize,
     /// Every broken check: the seed and what.
     violations: Vec<Violation>,
-    /// Events that took effect, by kind: the nemesis's events that ran
-    /// without trouble, and what the faults did (messages held,
-    /// connections cut, writes lost...).
+    /// The nemesis's events that took effect (had at least one counted
+    /// effect), by kind.
     events_by_kind: BTreeMap<String, u64>,
+    /// Events drawn, by kind, whether or not they took effect.
+    events_drawn: BTreeMap<String, u64>,
+    /// What each kind of event did while it ran (messages held,
+    /// connections cut, writes lost, redirects...).
+    effects_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Every effect, all kinds (and between events).
+    effects: BTreeMap<String, u64>,
     /// Each seed.
     runs: Vec<Run>,
 }
@@ -155,6 +161,9 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
         jobs,
         violations: Vec::new(),
         events_by_kind: BTreeMap::new(),
+        events_drawn: BTreeMap::new(),
+        effects_by_kind: BTreeMap::new(),
+        effects: BTreeMap::new(),
         runs: Vec::with_capacity(seeds as usize),
     };
     let mut last = Instant::now();
@@ -162,14 +171,26 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
     for outcome in results {
         report.operations += outcome.operations;
         report.simulated_seconds += outcome.simulated.as_secs_f64();
-        for e in outcome.events.iter().filter(|e| e.trouble.is_empty()) {
-            *report
-                .events_by_kind
-                .entry(format!("{:?}", e.kind))
-                .or_default() += 1;
+        for &(kind, effects) in &outcome.took {
+            *report.events_drawn.entry(format!("{kind:?}")).or_default() += 1;
+            if effects > 0 {
+                *report
+                    .events_by_kind
+                    .entry(format!("{kind:?}"))
+                    .or_default() += 1;
+            }
+        }
+        for (kind, counts) in &outcome.effects {
+            let mine = report
+                .effects_by_kind
+                .entry(format!("{kind:?}"))
+                .or_default();
+            for (what, n) in counts {
+                *mine.entry((*what).to_owned()).or_default() += n;
+            }
         }
         for (what, n) in &outcome.counts {
-            *report.events_by_kind.entry((*what).to_owned()).or_default() += n;
+            *report.effects.entry((*what).to_owned()).or_default() += n;
         }
         for v in &outcome.violations {
             report.violations.push(Violation {
@@ -226,10 +247,24 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
         report.violations.len(),
         path.display()
     );
+    let idle = idle_kinds(&report);
+    if !idle.is_empty() {
+        bail!("event kinds drawn that never took effect (a fault that does nothing proves nothing): {idle:?}");
+    }
     if !failed.is_empty() {
         bail!("{} seeds broke a check: {failed:?}", failed.len());
     }
     Ok(())
+}
+
+/// The kinds of event drawn in the campaign of which none took effect.
+fn idle_kinds(report: &Report) -> Vec<String> {
+    report
+        .events_drawn
+        .keys()
+        .filter(|kind| !report.events_by_kind.contains_key(*kind))
+        .cloned()
+        .collect()
 }
 
 /// `[#####     ] 1234/2000 seeds  8.5 seeds/s  320 sim-s/s  0 failed`.

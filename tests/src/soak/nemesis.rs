@@ -60,6 +60,11 @@ pub trait Churn {
     async fn drop_connections(&self, i: usize) -> std::io::Result<()>;
     /// Until every slot is served and every node agrees.
     async fn wait_healthy(&self) -> std::io::Result<()>;
+    /// An event of `kind` begins (`None`: it ended, the cluster healthy
+    /// again), so that what follows can be put down to it.
+    fn starting(&mut self, kind: Option<EventKind>) {
+        let _ = kind;
+    }
 }
 
 /// The real cluster: each step is the harness's own, blocking (the
@@ -356,8 +361,10 @@ impl<C: Churn> Nemesis<C> {
         let slot = self.hot_slots[slot % self.hot_slots.len()];
         let start_ms = self.clock.ms();
         let mut node = usize::MAX;
+        self.cluster.starting(Some(kind));
         let outcome = self.run(kind, slot, &mut node).await;
         let healthy = self.cluster.wait_healthy().await;
+        self.cluster.starting(None);
         let trouble = match (outcome, healthy) {
             (Ok(()), Ok(())) => String::new(),
             (Err(e), _) | (Ok(()), Err(e)) => e.to_string(),
