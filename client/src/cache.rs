@@ -136,6 +136,21 @@ struct NodeState {
     /// When an entry of it was last stored or served: only nodes in use
     /// are checked.
     used_at: Option<Duration>,
+    /// The slot ranges its newest check showed it serves, and when that
+    /// check was asked for: a proof for each of their slots, kept as
+    /// ranges (a check proves thousands of slots; this costs it nothing
+    /// a slot).
+    claims: Vec<(u16, u16)>,
+    claimed_at: Option<Duration>,
+}
+
+impl NodeState {
+    /// When this node last showed it serves `slot` by a check, if its
+    /// newest check claimed it.
+    fn claim(&self, slot: u16) -> Option<Duration> {
+        let claimed = self.claims.iter().any(|&(a, b)| a <= slot && slot <= b);
+        self.claimed_at.filter(|_| claimed)
+    }
 }
 
 struct State {
@@ -147,27 +162,27 @@ struct State {
     proven: Box<[Proof]>,
 }
 
-/// A node's proof that it serves a slot: the node (by id, 0 none) and when
-/// the proof was asked for, in whole milliseconds of [`Cache::now`] (8
-/// bytes a slot: a check proves thousands at once).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Proof {
-    node: u32,
-    asked_ms: u32,
-}
+/// A node's proof, by a reply, that it serves a slot: the node (by id, 0
+/// none) in the high half, when the proof was asked for (whole
+/// milliseconds of [`Cache::now`]) in the low half: a newer proof by the
+/// same node is the larger. (A check's proofs are its node's claims.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Proof(u64);
 
 impl Proof {
     /// Node `node`'s proof asked for at `at`: rounded down, so that the
     /// lease it grants ends no later than it should.
     fn new(node: u32, at: Duration) -> Self {
-        Self {
-            node,
-            asked_ms: u32::try_from(at.as_millis()).unwrap_or(u32::MAX),
-        }
+        let ms = u32::try_from(at.as_millis()).unwrap_or(u32::MAX);
+        Self(u64::from(node) << 32 | u64::from(ms))
+    }
+
+    fn node(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 
     fn asked_at(self) -> Duration {
-        Duration::from_millis(u64::from(self.asked_ms))
+        Duration::from_millis(self.0 & u64::from(u32::MAX))
     }
 }
 
@@ -265,11 +280,12 @@ impl Cache {
             let proof = state.proven[usize::from(slot)];
             let node = state.nodes.get_mut(&entry.node)?;
             node.used_at = Some(now);
+            let read = (proof.node() == node.id).then(|| proof.asked_at());
+            let proven_at = read.max(node.claim(slot));
             let served = &*entry.node == owner
                 && entry.slot == slot
                 && entry.epochs == epochs
-                && proof.node == node.id
-                && lease_holds(Some(proof.asked_at()), now, self.config.lease);
+                && lease_holds(proven_at, now, self.config.lease);
             drop(state);
             if !served {
                 return None;
@@ -404,6 +420,8 @@ impl Cache {
             return;
         };
         node.epoch += 1;
+        node.claims.clear();
+        node.claimed_at = None;
         drop(state);
         tracing::debug!(addr, why, "the cache flushed a node's entries");
         self.flushed();
@@ -468,11 +486,11 @@ impl Cache {
             return Vec::new();
         };
         node.checking = false;
-        let id = node.id;
         match verdict {
             Ok(Checked::Master(claimed)) => {
-                for &(first, last) in &claimed {
-                    state.prove_all(first, last, id, asked_at);
+                if node.claimed_at.is_none_or(|at| at < asked_at) {
+                    node.claims.clone_from(&claimed);
+                    node.claimed_at = Some(asked_at);
                 }
                 drop(state);
                 let claims = |slot: u16| claimed.iter().any(|&(a, b)| a <= slot && slot <= b);
@@ -543,21 +561,11 @@ impl State {
 
     /// Node `id` showed at `at` that it serves `slot`.
     fn prove(&mut self, slot: u16, id: u32, at: Duration) {
-        self.prove_all(slot, slot, id, at);
-    }
-
-    /// [`Self::prove`] for every slot from `first` to `last`.
-    fn prove_all(&mut self, first: u16, last: u16, id: u32, at: Duration) {
-        let last = usize::from(last.min(SLOT_COUNT - 1));
         let new = Proof::new(id, at);
-        for proof in self
-            .proven
-            .get_mut(usize::from(first)..=last)
-            .unwrap_or_default()
-        {
-            // Branch-free, so that a check's thousands of slots vectorize.
-            let keep = proof.node == id && proof.asked_ms >= new.asked_ms;
-            *proof = if keep { *proof } else { new };
+        if let Some(proof) = self.proven.get_mut(usize::from(slot)) {
+            if proof.node() != id || *proof < new {
+                *proof = new;
+            }
         }
     }
 
@@ -676,6 +684,19 @@ mod tests {
         );
         assert!(lost.is_empty());
         assert!(hit(&cache, "k", "a:1").is_some());
+        // An older check answering late changes nothing: its claims (none
+        // of slot 7) do not replace the newer check's.
+        std::thread::sleep(LEASE / 4);
+        cache.checked(
+            "a:1",
+            asked - Duration::from_millis(1),
+            Ok(Checked::Master(vec![(200, 300)])),
+            &[],
+        );
+        assert!(hit(&cache, "k", "a:1").is_some());
+        // The lease counts from when the proving check was asked.
+        std::thread::sleep(LEASE * 2);
+        assert_eq!(hit(&cache, "k", "a:1"), None, "no proof within the lease");
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Churn for SimCluster {
         let mut m = self.model.borrow_mut();
         m.current = kind;
         if let Some(kind) = kind {
-            m.took.push((kind, 0));
+            m.took.push((kind, crate::model::Counts::new()));
         }
     }
 

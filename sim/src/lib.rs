@@ -10,6 +10,7 @@
 //!   the model; [`run`]: one seed, judged by the soak's own checker;
 //!   [`trace`]: what happened, hashed line by line.
 
+pub mod campaign;
 pub mod churn;
 pub mod commands;
 pub mod model;
@@ -18,4 +19,5 @@ pub mod run;
 pub mod serve;
 pub mod trace;
 
+pub use campaign::{campaign, proof_of, Report};
 pub use run::{run, Outcome, Setup};

@@ -228,9 +228,6 @@ pub struct Conn {
 /// effect proves nothing.
 pub type Counts = BTreeMap<&'static str, u64>;
 
-/// What each kind of event did, counted while it ran.
-pub type Effects = BTreeMap<EventKind, Counts>;
-
 /// The whole cluster.
 pub struct Model {
     /// Every node, those not started yet included (spares for scale-out).
@@ -247,10 +244,8 @@ pub struct Model {
     pub counts: Counts,
     /// The nemesis's event running now.
     pub current: Option<EventKind>,
-    /// What each kind of event did.
-    pub effects: Effects,
-    /// Each event that ran, and how many effects it had.
-    pub took: Vec<(EventKind, u64)>,
+    /// Each event that ran, and what it did while it ran.
+    pub took: Vec<(EventKind, Counts)>,
     /// Everything that happened.
     pub trace: Trace,
     /// Inside `EXEC`: the transaction's writes so far, replicated as one
@@ -332,7 +327,6 @@ impl Model {
             rng: seed | 1,
             counts: Counts::new(),
             current: None,
-            effects: Effects::new(),
             took: Vec::new(),
             trace: Trace::default(),
             batch: None,
@@ -351,16 +345,8 @@ impl Model {
     pub fn count(&mut self, what: &'static str, n: u64) {
         if n > 0 {
             *self.counts.entry(what).or_default() += n;
-            if let Some(kind) = self.current {
-                *self
-                    .effects
-                    .entry(kind)
-                    .or_default()
-                    .entry(what)
-                    .or_default() += n;
-                if let Some((_, effects)) = self.took.last_mut() {
-                    *effects += n;
-                }
+            if let (Some(_), Some((_, effects))) = (self.current, self.took.last_mut()) {
+                *effects.entry(what).or_default() += n;
             }
         }
     }

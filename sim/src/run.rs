@@ -13,7 +13,7 @@ use zaris_tests::soak::workload::{self, Clients, Control};
 use zaris_tests::soak::{judge, Churn, Clock, Config, Event, History, Nemesis, Report};
 
 use crate::churn::SimCluster;
-use crate::model::{Counts, Effects, Model};
+use crate::model::{Counts, Model};
 use crate::trace::{json, Trace};
 
 /// What to run.
@@ -59,10 +59,8 @@ pub struct Outcome {
     pub events: Vec<Event>,
     /// What the faults did.
     pub counts: Counts,
-    /// What each kind of event did while it ran.
-    pub effects: Effects,
-    /// Each event, and how many effects it had.
-    pub took: Vec<(zaris_tests::soak::EventKind, u64)>,
+    /// Each event, and what it did while it ran.
+    pub took: Vec<(zaris_tests::soak::EventKind, Counts)>,
     /// The hash of the trace.
     pub trace_sha256: String,
     /// The trace's lines, when kept.
@@ -155,7 +153,6 @@ pub fn run(setup: &Setup) -> Outcome {
         violations,
         events,
         counts: std::mem::take(&mut model.counts),
-        effects: std::mem::take(&mut model.effects),
         took: std::mem::take(&mut model.took),
         trace_sha256: model.trace.sha256(),
         trace: model.trace.lines().to_vec(),

@@ -33,7 +33,7 @@ fn one_seed_runs_and_is_judged() {
 }
 
 #[test]
-fn a_seed_replays_to_the_same_trace() {
+fn a_seed_replays_to_the_same_trace_in_one_process() {
     let setup = Setup {
         seconds: 10,
         ..Setup::campaign(11)

@@ -8,62 +8,15 @@
 //!
 //! A campaign prints its progress (seeds done, seeds per second, simulated
 //! seconds per wall second), the command that replays each failing seed,
-//! and writes `report.json` (see [`Report`]) to `target/sim/`. It fails
+//! and writes `report.json` (see `zaris_sim::Report`) to `target/sim/`. It fails
 //! when any seed broke a check.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use zaris_sim::{run, Outcome, Setup};
-
-/// `target/sim/report.json`.
-#[derive(serde::Serialize)]
-struct Report {
-    /// Seeds run.
-    seeds: u64,
-    /// The first.
-    from: u64,
-    /// Workload operations, all seeds.
-    operations: u64,
-    /// Simulated seconds, all seeds.
-    simulated_seconds: f64,
-    /// Wall seconds the campaign took, and on how many threads.
-    wall_seconds: f64,
-    jobs: usize,
-    /// Every broken check: the seed and what.
-    violations: Vec<Violation>,
-    /// The nemesis's events that took effect (had at least one counted
-    /// effect), by kind.
-    events_by_kind: BTreeMap<String, u64>,
-    /// Events drawn, by kind, whether or not they took effect.
-    events_drawn: BTreeMap<String, u64>,
-    /// What each kind of event did while it ran (messages held,
-    /// connections cut, writes lost, redirects...).
-    effects_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Every effect, all kinds (and between events).
-    effects: BTreeMap<String, u64>,
-    /// Each seed.
-    runs: Vec<Run>,
-}
-
-#[derive(serde::Serialize)]
-struct Violation {
-    seed: u64,
-    what: String,
-}
-
-#[derive(serde::Serialize)]
-struct Run {
-    seed: u64,
-    trace_sha256: String,
-    operations: u64,
-    violations: usize,
-}
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -132,72 +85,13 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
             other => bail!("unknown option {other:?}"),
         }
     }
-    eprintln!("==> {seeds} seeds from {from} on {jobs} threads (each seed replays exactly: `just sim-trace SEED FILE`)");
+    eprintln!(
+        "==> {seeds} seeds from {from} on {jobs} threads (each seed replays exactly: `just sim-trace SEED FILE`)"
+    );
     let started = Instant::now();
-    let next = Arc::new(AtomicU64::new(from));
-    let end = from + seeds;
-    let (done, results) = mpsc::channel::<Outcome>();
-    let workers: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (next, done) = (next.clone(), done.clone());
-            std::thread::spawn(move || loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= end {
-                    break;
-                }
-                if done.send(run(&Setup::campaign(seed))).is_err() {
-                    break;
-                }
-            })
-        })
-        .collect();
-    drop(done);
-    let mut report = Report {
-        seeds,
-        from,
-        operations: 0,
-        simulated_seconds: 0.0,
-        wall_seconds: 0.0,
-        jobs,
-        violations: Vec::new(),
-        events_by_kind: BTreeMap::new(),
-        events_drawn: BTreeMap::new(),
-        effects_by_kind: BTreeMap::new(),
-        effects: BTreeMap::new(),
-        runs: Vec::with_capacity(seeds as usize),
-    };
     let mut last = Instant::now();
     let mut failed = Vec::new();
-    for outcome in results {
-        report.operations += outcome.operations;
-        report.simulated_seconds += outcome.simulated.as_secs_f64();
-        for &(kind, effects) in &outcome.took {
-            *report.events_drawn.entry(format!("{kind:?}")).or_default() += 1;
-            if effects > 0 {
-                *report
-                    .events_by_kind
-                    .entry(format!("{kind:?}"))
-                    .or_default() += 1;
-            }
-        }
-        for (kind, counts) in &outcome.effects {
-            let mine = report
-                .effects_by_kind
-                .entry(format!("{kind:?}"))
-                .or_default();
-            for (what, n) in counts {
-                *mine.entry((*what).to_owned()).or_default() += n;
-            }
-        }
-        for (what, n) in &outcome.counts {
-            *report.effects.entry((*what).to_owned()).or_default() += n;
-        }
-        for v in &outcome.violations {
-            report.violations.push(Violation {
-                seed: outcome.seed,
-                what: v.clone(),
-            });
-        }
+    let report = zaris_sim::campaign(seeds, from, jobs, |outcome, report| {
         if !outcome.violations.is_empty() {
             failed.push(outcome.seed);
             eprintln!(
@@ -209,12 +103,6 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
                 outcome.seed
             );
         }
-        report.runs.push(Run {
-            seed: outcome.seed,
-            trace_sha256: outcome.trace_sha256,
-            operations: outcome.operations,
-            violations: outcome.violations.len(),
-        });
         let n = report.runs.len() as u64;
         if last.elapsed() >= Duration::from_secs(1) || n == seeds {
             last = Instant::now();
@@ -226,14 +114,8 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
                 failed.len(),
             );
         }
-    }
-    for w in workers {
-        let _ = w.join();
-    }
+    });
     eprintln!();
-    report.runs.sort_by_key(|r| r.seed);
-    report.violations.sort_by_key(|v| v.seed);
-    report.wall_seconds = started.elapsed().as_secs_f64();
     std::fs::create_dir_all(&out)?;
     let path = out.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
@@ -247,24 +129,15 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
         report.violations.len(),
         path.display()
     );
-    let idle = idle_kinds(&report);
+    let idle = report.idle_kinds();
     if !idle.is_empty() {
         bail!("event kinds drawn that never took effect (a fault that does nothing proves nothing): {idle:?}");
     }
     if !failed.is_empty() {
+        failed.sort_unstable();
         bail!("{} seeds broke a check: {failed:?}", failed.len());
     }
     Ok(())
-}
-
-/// The kinds of event drawn in the campaign of which none took effect.
-fn idle_kinds(report: &Report) -> Vec<String> {
-    report
-        .events_drawn
-        .keys()
-        .filter(|kind| !report.events_by_kind.contains_key(*kind))
-        .cloned()
-        .collect()
 }
 
 /// `[#####     ] 1234/2000 seeds  8.5 seeds/s  320 sim-s/s  0 failed`.

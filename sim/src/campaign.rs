@@ -1,0 +1,173 @@
+//! A campaign: seeds run on every core (each alone on its thread, so its
+//! outcome does not depend on how many ran beside it), summed up as
+//! `target/sim/report.json` says them.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
+
+use zaris_tests::soak::EventKind;
+
+use crate::run::{run, Outcome, Setup};
+
+/// The effect that shows an event of `kind` did what it is for: a
+/// partition that never held a connection, a kill that never led to a
+/// failover, proves nothing.
+#[must_use]
+pub fn proof_of(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::ManualFailover => "manual failovers",
+        EventKind::ForcedTakeover => "forced takeovers",
+        EventKind::MigrateRange => "keys migrated",
+        EventKind::BackAndForth => "atomic slot hand-overs",
+        EventKind::ScaleOutAndIn => "masters added",
+        EventKind::KillMaster | EventKind::FreezeLong => "automatic failovers",
+        EventKind::KillReplica => "writes a dead replica missed",
+        EventKind::FreezeShort => "connections held by a freeze",
+        EventKind::Latency => "replies delayed by latency",
+        EventKind::DropConnections => "connections dropped",
+        EventKind::Partition => "connections held by a partition",
+        EventKind::CutOneWay => "replies held by a one-way cut",
+        EventKind::Trickle => "bytes trickled",
+    }
+}
+
+/// `target/sim/report.json`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    /// Seeds run.
+    pub seeds: u64,
+    /// The first.
+    pub from: u64,
+    /// Workload operations, all seeds.
+    pub operations: u64,
+    /// Simulated seconds, all seeds.
+    pub simulated_seconds: f64,
+    /// Wall seconds the campaign took, and on how many threads.
+    pub wall_seconds: f64,
+    /// See `wall_seconds`.
+    pub jobs: usize,
+    /// Every broken check: the seed and what.
+    pub violations: Vec<Violation>,
+    /// The nemesis's events that took effect (their kind's proof, see
+    /// [`proof_of`], counted at least once while they ran), by kind.
+    pub events_by_kind: BTreeMap<EventKind, u64>,
+    /// Events drawn, by kind, whether or not they took effect.
+    pub events_drawn: BTreeMap<EventKind, u64>,
+    /// What each kind of event did while it ran (messages held,
+    /// connections cut, writes lost, redirects...).
+    pub effects_by_kind: BTreeMap<EventKind, BTreeMap<String, u64>>,
+    /// Every effect, all kinds (and between events).
+    pub effects: BTreeMap<String, u64>,
+    /// Each seed, in order.
+    pub runs: Vec<Run>,
+}
+
+/// One broken check.
+#[derive(Debug, serde::Serialize)]
+pub struct Violation {
+    /// The seed that broke it.
+    pub seed: u64,
+    /// What the checker said.
+    pub what: String,
+}
+
+/// One seed's run.
+#[derive(Debug, serde::Serialize)]
+pub struct Run {
+    /// The seed.
+    pub seed: u64,
+    /// The hash of its trace.
+    pub trace_sha256: String,
+    /// Its workload's operations.
+    pub operations: u64,
+    /// Checks it broke.
+    pub violations: usize,
+}
+
+impl Report {
+    /// Adds one seed's outcome.
+    pub fn add(&mut self, outcome: &Outcome) {
+        self.operations += outcome.operations;
+        self.simulated_seconds += outcome.simulated.as_secs_f64();
+        for (kind, effects) in &outcome.took {
+            *self.events_drawn.entry(*kind).or_default() += 1;
+            if effects.get(proof_of(*kind)).is_some_and(|&n| n > 0) {
+                *self.events_by_kind.entry(*kind).or_default() += 1;
+            }
+            let mine = self.effects_by_kind.entry(*kind).or_default();
+            for (what, n) in effects {
+                *mine.entry((*what).to_owned()).or_default() += n;
+            }
+        }
+        for (what, n) in &outcome.counts {
+            *self.effects.entry((*what).to_owned()).or_default() += n;
+        }
+        for v in &outcome.violations {
+            self.violations.push(Violation {
+                seed: outcome.seed,
+                what: v.clone(),
+            });
+        }
+        self.runs.push(Run {
+            seed: outcome.seed,
+            trace_sha256: outcome.trace_sha256.clone(),
+            operations: outcome.operations,
+            violations: outcome.violations.len(),
+        });
+    }
+
+    /// The kinds drawn of which no event took effect.
+    #[must_use]
+    pub fn idle_kinds(&self) -> Vec<EventKind> {
+        self.events_drawn
+            .keys()
+            .filter(|kind| !self.events_by_kind.contains_key(*kind))
+            .copied()
+            .collect()
+    }
+}
+
+/// Runs `seeds` seeds from `from` on `jobs` threads, telling `each` of
+/// every outcome as it comes (in any order); the report is in seed order.
+pub fn campaign(
+    seeds: u64,
+    from: u64,
+    jobs: usize,
+    mut each: impl FnMut(&Outcome, &Report),
+) -> Report {
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(from));
+    let end = from + seeds;
+    let (done, results) = mpsc::channel::<Outcome>();
+    let workers: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (next, done) = (next.clone(), done.clone());
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end || done.send(run(&Setup::campaign(seed))).is_err() {
+                    break;
+                }
+            })
+        })
+        .collect();
+    drop(done);
+    let mut report = Report {
+        seeds,
+        from,
+        jobs: jobs.max(1),
+        ..Report::default()
+    };
+    for outcome in results {
+        report.add(&outcome);
+        each(&outcome, &report);
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+    report.runs.sort_by_key(|r| r.seed);
+    report.violations.sort_by_key(|v| v.seed);
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    report
+}
