@@ -140,20 +140,32 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `[#####     ] 1234/2000 seeds  8.5 seeds/s  320 sim-s/s  0 failed`.
+/// `[#####     ] 1234/2000 seeds  8.5 seeds/s  320 simulated s per wall
+/// s  0 failed`: redrawn in place on a terminal, a line every 10 s in a
+/// log.
 fn progress(done: u64, of: u64, wall: Duration, simulated: f64, failed: usize) {
+    use std::io::IsTerminal as _;
     const WIDTH: u64 = 30;
+    let terminal = std::io::stderr().is_terminal();
+    let secs = wall.as_secs_f64().max(1e-9);
+    if !terminal && done != of && !(secs as u64).is_multiple_of(10) {
+        return;
+    }
     let filled = (done * WIDTH / of.max(1)) as usize;
     let bar = format!(
         "{}{}",
         "#".repeat(filled),
         " ".repeat(WIDTH as usize - filled)
     );
-    let secs = wall.as_secs_f64().max(1e-9);
-    eprint!(
-        "\r    [{bar}] {done}/{of} seeds  {:.1} seeds/s  {:.0} simulated s per wall s  {failed} failed ",
+    let line = format!(
+        "    [{bar}] {done}/{of} seeds  {:.1} seeds/s  {:.0} simulated s per wall s  {failed} failed ",
         done as f64 / secs,
         simulated / secs
     );
+    if terminal {
+        eprint!("\r{line}");
+    } else {
+        eprintln!("{line}");
+    }
     let _ = std::io::stderr().flush();
 }
