@@ -92,6 +92,21 @@ pub(crate) fn read_reply(reply: &Frame, from: &str, inside: Inside) -> Reading {
     }
 }
 
+/// A durable write answered, then its `WAIT` answered with an error: the
+/// node stopped being a master between the two (`WAIT` refused on a
+/// replica, a blocked `WAIT` let go by the change of role). The write may
+/// or may not have reached the new master: to the retry loop, as if its
+/// reply was lost.
+pub(crate) fn wait_failed(wait: &Frame, from: &str) -> Option<Failure> {
+    let Frame::Error(message) = wait else {
+        return None;
+    };
+    Some(Failure::new(
+        Outcome::Transport(TransportFailure::ConnectionReset),
+        format!("{from} took the write, then answered its WAIT with {message}"),
+    ))
+}
+
 /// A slot the map could not route: the map mid-update, or no owner.
 pub(crate) fn route_failure(e: &RouteError) -> Failure {
     let failure = match e {
@@ -266,5 +281,27 @@ mod tests {
             "x:1: refused".into(),
         );
         assert!(e.to_string().contains("request deadline reached"), "{e}");
+    }
+    #[test]
+    fn a_wait_refused_after_its_write_reads_as_a_lost_reply() {
+        let from = "127.0.0.1:7000";
+        let failure = wait_failed(
+            &error("ERR WAIT cannot be used with replica instances."),
+            from,
+        )
+        .expect("a failure");
+        assert_eq!(
+            failure.outcome,
+            Outcome::Transport(TransportFailure::ConnectionReset)
+        );
+        assert!(
+            failure.detail.contains("WAIT cannot be used"),
+            "{}",
+            failure.detail
+        );
+        assert!(
+            wait_failed(&Frame::Integer(1), from).is_none(),
+            "a count is an answer"
+        );
     }
 }

@@ -34,9 +34,7 @@ const TICK: Duration = Duration::from_millis(5);
 pub async fn cluster(model: Shared) -> turmoil::Result {
     let count = model.borrow().nodes.len();
     for i in 0..count {
-        let port = model.borrow().nodes[i].port;
-        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
-        tokio::task::spawn_local(listen(model.clone(), i, listener));
+        tokio::task::spawn_local(listen(model.clone(), i));
     }
     loop {
         model.borrow_mut().tick();
@@ -44,20 +42,35 @@ pub async fn cluster(model: Shared) -> turmoil::Result {
     }
 }
 
-async fn listen(model: Shared, i: usize, listener: turmoil::net::TcpListener) {
-    while let Ok((stream, _)) = listener.accept().await {
-        if model.borrow().nodes[i].life != Life::Up {
-            // Nothing listens on a dead node's port: the kernel refuses.
-            model
-                .borrow_mut()
-                .count("connections refused by a dead node", 1);
-            drop(stream);
+/// Node `i`'s port: listening while it runs. While it is dead or stopped
+/// nothing listens there, so a connection is refused, as the kernel
+/// refuses it.
+async fn listen(model: Shared, i: usize) {
+    let (port, changed) = {
+        let m = model.borrow();
+        (m.nodes[i].port, m.nodes[i].changed.clone())
+    };
+    let up = || model.borrow().nodes[i].life == Life::Up;
+    loop {
+        until(&changed, up).await;
+        if !up() {
             continue;
         }
-        let id = model.borrow_mut().open(i);
-        let (reader, writer) = stream.into_split();
-        tokio::task::spawn_local(read(model.clone(), id, reader));
-        tokio::task::spawn_local(write(model.clone(), id, writer));
+        let Ok(listener) = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { return };
+                    let id = model.borrow_mut().open(i);
+                    let (reader, writer) = stream.into_split();
+                    tokio::task::spawn_local(read(model.clone(), id, reader));
+                    tokio::task::spawn_local(write(model.clone(), id, writer));
+                }
+                () = until(&changed, || !up()) => break,
+            }
+        }
     }
 }
 

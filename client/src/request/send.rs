@@ -18,7 +18,7 @@ use super::retry::InFlight;
 use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
 use crate::conn::{ConnError, FAR};
-use crate::failure::{read_reply, route_failure, Failure, Inside, Reading};
+use crate::failure::{read_reply, route_failure, wait_failed, Failure, Inside, Reading};
 use crate::inner::Inner;
 use crate::metrics;
 use crate::ownership::Revealed;
@@ -359,7 +359,14 @@ impl Inner {
             // Most replies: nothing to classify.
             Some(first) if !matches!(first, Frame::Error(_)) => {
                 node.note_cluster_down(false);
-                Verdict::Answer
+                // A durable write's WAIT (its last reply) refused.
+                let wait = frames.get(1..).and_then(<[Frame]>::last);
+                match wait.filter(|_| self.config.durability.is_some()) {
+                    Some(wait) => {
+                        wait_failed(wait, &node.addr).map_or(Verdict::Answer, Verdict::Failed)
+                    }
+                    None => Verdict::Answer,
+                }
             }
             _ => self.judge_error(frames, node),
         }

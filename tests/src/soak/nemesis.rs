@@ -207,6 +207,28 @@ impl EventKind {
     }
 }
 
+impl EventKind {
+    /// Whether an operation may fail in its window. A node lost (killed,
+    /// frozen past the time-out, cut off), a takeover without agreement,
+    /// replies held past an attempt's time-out, connections cut under
+    /// requests of unknown outcome, a master added with no replica (a
+    /// durable write to it cannot be acknowledged), or a slot bounced
+    /// every 250 ms (it outruns the retry budget of docs/behaviour.md §3,
+    /// three attempts 100 ms × n apart) may fail an operation. A manual
+    /// failover, a step-by-step migration, a short freeze or added latency
+    /// must not: the client hides them.
+    #[must_use]
+    pub fn may_fail_operations(self) -> bool {
+        !matches!(
+            self,
+            EventKind::ManualFailover
+                | EventKind::MigrateRange
+                | EventKind::FreezeShort
+                | EventKind::Latency
+        )
+    }
+}
+
 /// How long a long freeze or a partition lasts past the failover it
 /// causes.
 const OUTLASTS_FAILOVER: Duration = Duration::from_secs(2);
