@@ -22,8 +22,9 @@ pub enum ErrorReply<'a> {
     /// `ASKING`; the map stays as it is.
     Ask(Redirect<'a>),
     /// Any other reply of the vocabulary: `TRYAGAIN` (Migrating),
-    /// `CLUSTERDOWN`/`MASTERDOWN`/`LOADING` (Unavailable), `READONLY`
-    /// (ReplicaWriteRejected), and the Zaris names themselves.
+    /// `CLUSTERDOWN`/`MASTERDOWN`/`LOADING` (Unavailable), `READONLY` and
+    /// a demotion's `UNBLOCKED` (ReplicaWriteRejected), and the Zaris names
+    /// themselves.
     Status(KvStatus),
 }
 
@@ -116,6 +117,11 @@ impl fmt::Display for ReplyError {
 
 impl core::error::Error for ReplyError {}
 
+/// How Redis and Valkey let a blocked client go when its master turns
+/// replica (`disconnectAllBlockedClients`).
+const UNBLOCKED_BY_DEMOTION: &[u8] =
+    b"force unblock from blocking operation, instance state changed";
+
 /// Reads an error reply.
 ///
 /// ```
@@ -147,6 +153,9 @@ pub fn parse_error_reply(reply: &[u8]) -> Result<ErrorReply<'_>, ReplyError> {
         b"TRYAGAIN" | b"MIGRATING" => KvStatus::Migrating,
         b"CLUSTERDOWN" | b"MASTERDOWN" | b"LOADING" | b"UNAVAILABLE" => KvStatus::Unavailable,
         b"READONLY" | b"REPLICAWRITEREJECTED" => KvStatus::ReplicaWriteRejected,
+        // A blocked command (`BLPOP`, `WAIT`) let go, having done nothing,
+        // because its master turned replica; not `CLIENT UNBLOCK`'s.
+        b"UNBLOCKED" if rest.starts_with(UNBLOCKED_BY_DEMOTION) => KvStatus::ReplicaWriteRejected,
         b"OWNERSHIPCHANGING" => KvStatus::OwnershipChanging,
         _ => return Err(ReplyError::NotClusterError),
     };
@@ -315,6 +324,10 @@ mod tests {
             (b"MIGRATING", KvStatus::Migrating),
             (b"UNAVAILABLE", KvStatus::Unavailable),
             (b"REPLICAWRITEREJECTED", KvStatus::ReplicaWriteRejected),
+            (
+                b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+                KvStatus::ReplicaWriteRejected,
+            ),
         ];
         for &(reply, status) in cases {
             assert_eq!(parse_error_reply(reply), Ok(ErrorReply::Status(status)));
@@ -327,6 +340,11 @@ mod tests {
             (b"", ReplyError::Empty),
             (b"-\r\n", ReplyError::Empty),
             (b"-ERR unknown command", ReplyError::NotClusterError),
+            // `CLIENT UNBLOCK id ERROR`: someone's decision, surfaced.
+            (
+                b"-UNBLOCKED client unblocked via CLIENT UNBLOCK",
+                ReplyError::NotClusterError,
+            ),
             (b"moved 1 a:1", ReplyError::NotClusterError),
             (b"MOVED", ReplyError::MissingField),
             (b"MOVED 12", ReplyError::MissingField),

@@ -81,8 +81,16 @@ impl Churn for SimCluster {
             ));
         }
         self.note("failover", replica, "manual failover");
-        // The master pauses its clients while its replica catches up.
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The replica catches up; its acknowledgements reach the master,
+        // whose waiting `WAIT`s answer; then it takes over, with the old
+        // master's agreement.
+        {
+            let mut m = self.model.borrow_mut();
+            while let Some((_, offset, write)) = m.nodes[replica].inbox.pop_front() {
+                m.apply(replica, offset, write);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
         let mut m = self.model.borrow_mut();
         m.promote(replica, master, true);
         m.learn(master);

@@ -157,6 +157,11 @@ async fn read(model: Shared, id: u64, mut reader: OwnedReadHalf) {
 /// goes on.
 async fn run(model: &Shared, id: u64, node: usize, changed: &Rc<Notify>, args: &[Vec<u8>]) -> bool {
     let mut deadline: Option<Option<tokio::time::Instant>> = None;
+    let master = || {
+        let m = model.borrow();
+        m.nodes[node].view.is_master(node)
+    };
+    let was_master = master();
     loop {
         let written = model.borrow().nodes[node].written.clone();
         let mut woken = pin!(written.notified());
@@ -191,6 +196,20 @@ async fn run(model: &Shared, id: u64, node: usize, changed: &Rc<Notify>, args: &
                     model.borrow().nodes[node].reads() || closed(model, id)
                 })
                 .await;
+                if was_master && !master() {
+                    // Redis lets every blocked client go when a master turns
+                    // replica (`disconnectAllBlockedClients`).
+                    let reply = Reply::Error(
+                        "UNBLOCKED force unblock from blocking operation, instance state \
+                         changed (master -> replica?)"
+                            .into(),
+                    );
+                    model
+                        .borrow_mut()
+                        .count("blocked commands let go by a demotion", 1);
+                    finish(model, id, node, args, &reply);
+                    return true;
+                }
                 continue;
             }
         };

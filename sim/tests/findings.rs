@@ -1,0 +1,27 @@
+//! What the simulator found, kept: each finding's seeds run again and must
+//! stage the situation and pass. (Each was also staged on the real servers:
+//! `tests/tests/client_blocked_failover.rs`.)
+
+use zaris_sim::{run, Setup};
+
+/// A `BLPOP` blocked on a master that a manual failover turned replica:
+/// the server lets it go with `-UNBLOCKED ... (master -> replica?)`, which
+/// the client handed to the caller as a server error. It now reads it as
+/// `ReplicaWriteRejected` (nothing done; refresh, retry at the owner).
+#[test]
+fn a_blocked_pop_let_go_by_a_demotion_blocks_again_on_the_new_master() {
+    for seed in [14, 67, 145] {
+        let outcome = run(&Setup::campaign(seed));
+        let let_go = outcome
+            .counts
+            .get("blocked commands let go by a demotion")
+            .copied()
+            .unwrap_or(0);
+        assert!(let_go > 0, "seed {seed} no longer stages it");
+        assert!(
+            outcome.violations.is_empty(),
+            "seed {seed}: {:#?}",
+            outcome.violations
+        );
+    }
+}
