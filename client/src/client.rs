@@ -186,7 +186,10 @@ impl Client {
         let key = key.as_ref();
         let n = n.to_string();
         let tag = hash_tag(key);
-        let frames = if tag.is_empty() || tag.contains(&b'}') {
+        let plain = tag.is_empty()
+            || tag.contains(&b'}')
+            || crate::seam::planted(crate::seam::Plant::IncrementRepeated);
+        let frames = if plain {
             self.keyed(
                 key,
                 self.pack_write("INCRBY", &[b"INCRBY", key, n.as_bytes()]),
@@ -258,34 +261,43 @@ impl Client {
         expected_version: u64,
     ) -> Result<u64, Error> {
         let (key, value) = (key.as_ref(), value.as_ref());
-        let expected = expected_version.to_string();
-        let args: [&[u8]; 6] = [
-            b"EVAL",
-            SET_IF_VERSION.as_bytes(),
-            b"1",
-            key,
-            value,
-            expected.as_bytes(),
-        ];
-        let frames = self
-            .keyed(key, self.pack_write("SET_IF_VERSION", &args))
-            .await?;
-        let outcome = match &frames[0] {
-            Frame::Array(parts) => match parts.as_slice() {
-                [Frame::Integer(applied), Frame::Integer(version)] => {
-                    Some((*applied, u64::try_from(*version).ok()))
-                }
+        let mut expected_version = expected_version;
+        loop {
+            let expected = expected_version.to_string();
+            let args: [&[u8]; 6] = [
+                b"EVAL",
+                SET_IF_VERSION.as_bytes(),
+                b"1",
+                key,
+                value,
+                expected.as_bytes(),
+            ];
+            let frames = self
+                .keyed(key, self.pack_write("SET_IF_VERSION", &args))
+                .await?;
+            let outcome = match &frames[0] {
+                Frame::Array(parts) => match parts.as_slice() {
+                    [Frame::Integer(applied), Frame::Integer(version)] => {
+                        Some((*applied, u64::try_from(*version).ok()))
+                    }
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        };
-        match outcome {
-            Some((1, Some(version))) => {
-                self.check_durable(&frames)?;
-                Ok(version)
-            }
-            Some((0, current_version)) => Err(Error::Conflict { current_version }),
-            _ => Err(unexpected("SET_IF_VERSION", &frames[0])),
+            };
+            return match outcome {
+                Some((1, Some(version))) => {
+                    self.check_durable(&frames)?;
+                    Ok(version)
+                }
+                Some((0, Some(current)))
+                    if crate::seam::planted(crate::seam::Plant::ConflictRetried) =>
+                {
+                    expected_version = current;
+                    continue;
+                }
+                Some((0, current_version)) => Err(Error::Conflict { current_version }),
+                _ => Err(unexpected("SET_IF_VERSION", &frames[0])),
+            };
         }
     }
 

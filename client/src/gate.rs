@@ -220,7 +220,12 @@ impl Redirects {
 /// them is never taken), the one the most nodes agree on; on a tie, the
 /// first asked.
 pub(crate) fn choose_map(answers: &[&[SlotRange]]) -> Option<(usize, usize)> {
-    let most = answers.iter().map(|a| slots_covered(a)).max()?;
+    let covered = answers.iter().map(|a| slots_covered(a));
+    let most = if crate::seam::planted(crate::seam::Plant::MapFromFewerSlots) {
+        covered.min()?
+    } else {
+        covered.max()?
+    };
     let full: Vec<usize> = (0..answers.len())
         .filter(|&i| slots_covered(answers[i]) == most)
         .collect();

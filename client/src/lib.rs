@@ -95,6 +95,9 @@ pub use pubsub::{Received, Subscription};
 pub use rustls;
 pub use scan::{Scan, ScanOptions, MAX_SCAN_PASSES};
 pub use script::Script;
+/// Plants a known bug in this thread's simulated runs (the `sim` feature).
+#[cfg(feature = "sim")]
+pub use seam::plant as sim_plant;
 /// Seeds this thread's simulated run (the `sim` feature: `sim/`).
 #[cfg(feature = "sim")]
 pub use seam::seed as sim_seed;

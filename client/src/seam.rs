@@ -79,6 +79,78 @@ pub(crate) fn origin() -> Instant {
     })
 }
 
+/// A known bug the simulation plants, one at a time, to prove its checker
+/// catches it (`sim` only: elsewhere [`planted`] is `false`, and every
+/// site folds away).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
+pub(crate) enum Plant {
+    /// Two callers' replies on a shared connection swapped.
+    SwappedReplies,
+    /// A `Conflict` retried (the stored version taken as the expected one).
+    ConflictRetried,
+    /// `ASKING` forgotten before the retry an `ASK` asks for.
+    AskingForgotten,
+    /// An increment's recorded result ignored on a repeat (sent as a plain
+    /// `INCRBY`, so a retry applies it again).
+    IncrementRepeated,
+    /// A map taken from the node that covers the fewest slots.
+    MapFromFewerSlots,
+}
+
+impl Plant {
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
+    const ALL: [(Plant, &'static str); 5] = [
+        (Plant::SwappedReplies, "swapped-replies"),
+        (Plant::ConflictRetried, "conflict-retried"),
+        (Plant::AskingForgotten, "asking-forgotten"),
+        (Plant::IncrementRepeated, "increment-repeated"),
+        (Plant::MapFromFewerSlots, "map-from-fewer-slots"),
+    ];
+}
+
+/// Whether `plant` is planted: never outside the simulation.
+#[cfg(not(feature = "sim"))]
+#[inline(always)]
+pub(crate) const fn planted(_: Plant) -> bool {
+    false
+}
+
+#[cfg(feature = "sim")]
+thread_local! {
+    static PLANTED: std::cell::Cell<Option<Plant>> = const { std::cell::Cell::new(None) };
+}
+
+/// See the production definition: under `sim`, whether this thread's run
+/// plants it.
+#[cfg(feature = "sim")]
+pub(crate) fn planted(plant: Plant) -> bool {
+    PLANTED.with(std::cell::Cell::get) == Some(plant)
+}
+
+/// Plants the bug named `name` in this thread's runs (`None`: none), for
+/// the test that the simulation's checker catches it (`sim` only). The
+/// names: `swapped-replies`, `conflict-retried`, `asking-forgotten`,
+/// `increment-repeated`, `map-from-fewer-slots`.
+///
+/// # Errors
+/// A name that is none of these.
+#[cfg(feature = "sim")]
+pub fn plant(name: Option<&str>) -> Result<(), String> {
+    let plant = match name {
+        None => None,
+        Some(name) => Some(
+            Plant::ALL
+                .iter()
+                .find(|(_, n)| *n == name)
+                .map(|(p, _)| *p)
+                .ok_or_else(|| format!("no plant named {name:?}"))?,
+        ),
+    };
+    PLANTED.with(|p| p.set(plant));
+    Ok(())
+}
+
 /// A new map keyed through [`Hasher`].
 pub(crate) fn map<K, V>() -> HashMap<K, V> {
     HashMap::with_hasher(Hasher::default())

@@ -129,6 +129,44 @@ impl Report {
     }
 }
 
+/// Runs seeds from `from` on `jobs` threads with `plant` planted, until
+/// one breaks a check (its seed and first violation) or `seeds` have run
+/// (`None`): the test that the checker catches a known bug.
+#[must_use]
+pub fn hunt(plant: &str, seeds: u64, from: u64, jobs: usize) -> Option<(u64, String)> {
+    let next = Arc::new(AtomicU64::new(from));
+    let end = from + seeds;
+    let found = Arc::new(std::sync::Mutex::new(None::<(u64, String)>));
+    let workers: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (next, found, plant) = (next.clone(), found.clone(), plant.to_owned());
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                let done = found.lock().map_or(true, |f| f.is_some());
+                if seed >= end || done {
+                    break;
+                }
+                let outcome = run(&Setup {
+                    plant: Some(plant.clone()),
+                    ..Setup::campaign(seed)
+                });
+                if let Some(what) = outcome.violations.first() {
+                    if let Ok(mut f) = found.lock() {
+                        // The lowest seed wins, whatever the threads' order.
+                        if f.as_ref().is_none_or(|(s, _)| seed < *s) {
+                            *f = Some((seed, what.clone()));
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    found.lock().ok().and_then(|mut f| f.take())
+}
+
 /// Runs `seeds` seeds from `from` on `jobs` threads, telling `each` of
 /// every outcome as it comes (in any order); the report is in seed order.
 pub fn campaign(

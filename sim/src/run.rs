@@ -27,6 +27,9 @@ pub struct Setup {
     pub pace: Duration,
     /// Keep every trace line (for `just sim-trace`), not only the hash.
     pub keep_trace: bool,
+    /// A known bug planted in the client (`zaris_client::sim_plant`), for
+    /// the test that the checker catches it.
+    pub plant: Option<String>,
 }
 
 impl Setup {
@@ -39,6 +42,7 @@ impl Setup {
             seconds: 60,
             pace: Duration::from_millis(350),
             keep_trace: false,
+            plant: None,
         }
     }
 }
@@ -83,6 +87,7 @@ fn seeds(model: &Model) -> Vec<String> {
 pub fn run(setup: &Setup) -> Outcome {
     let seed = setup.seed;
     zaris_client::sim_seed(seed);
+    let planted = zaris_client::sim_plant(setup.plant.as_deref());
     let mut model = Model::new(3, true, 6, seed);
     if setup.keep_trace {
         model.trace = Trace::keeping();
@@ -135,6 +140,10 @@ pub fn run(setup: &Setup) -> Outcome {
     if let Some(f) = failure.take() {
         violations.push(f);
     }
+    if let Err(e) = planted {
+        violations.push(e);
+    }
+    let _ = zaris_client::sim_plant(None);
     violations.sort();
     for v in &violations {
         model

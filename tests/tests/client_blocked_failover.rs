@@ -38,7 +38,9 @@ fn a_blocked_pop_survives_a_manual_failover_of_its_master() {
         std::thread::sleep(Duration::from_millis(500));
         assert!(!popper.is_finished(), "{server}: blocked");
         cluster.failover(replica).expect("manual failover");
-        cluster.wait_steps_down(master).expect("the old master steps down");
+        cluster
+            .wait_steps_down(master)
+            .expect("the old master steps down");
         std::thread::sleep(Duration::from_millis(500));
         assert!(
             !popper.is_finished(),

@@ -75,7 +75,8 @@ impl Inner {
             in_flight.probing = false;
             let blocking = requests.blocking(in_flight.index);
             let asking = in_flight.state.as_mut().and_then(|s| s.ask.take());
-            let following = asking.is_some();
+            let following =
+                asking.is_some() && !crate::seam::planted(crate::seam::Plant::AskingForgotten);
             // A read may go to a replica on its first attempt; a retry
             // (MOVED from a replica, a dead one, a time-out) asks the owner.
             let replica_read = read_from != ReadFrom::Primary
