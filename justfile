@@ -22,8 +22,9 @@ default:
 
 # Every test: lint, unit/property/doc tests, real Redis and Valkey, no_std builds.
 test: lint
-    @echo "==> workspace tests (unit, property, doc, real servers)"
-    ZARIS_EXPECT_CLMUL=1 cargo test --workspace
+    @echo "==> workspace tests (unit, property, doc)"
+    ZARIS_EXPECT_CLMUL=1 cargo test --workspace --exclude zaris-tests
+    just test-servers
     cargo test -q -p zaris-client --features metrics --test metrics
     just test-sim
     just test-engines
@@ -39,6 +40,17 @@ test: lint
     just test-web
     just package
     just msrv
+
+# The integration tests on real Redis and Valkey (tests/): the binaries two
+# at a time (they wait on failovers more than they compute), the soaks
+# alone after them (tools/test-lanes.sh).
+test-servers:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    echo "==> integration tests on real Redis and Valkey (tests/)"
+    bins=$(cargo test -p zaris-tests --no-run 2>&1 | tee /dev/stderr | sed -n 's/.*Executable .*(\(.*\))$/\1/p')
+    cargo test -q -p zaris-tests --doc
+    ZARIS_EXPECT_CLMUL=1 tools/test-lanes.sh $bins
 
 # The deterministic simulation's build: sim/ is a workspace of its own (the
 # client's `sim` feature must never reach the main builds), with tokio's
@@ -107,7 +119,9 @@ lint:
     cargo fmt --manifest-path python/Cargo.toml -- --check
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
     cargo fmt --manifest-path sim/Cargo.toml -- --check
-    {{sim_env}} cargo clippy --release --manifest-path sim/Cargo.toml --all-targets -- -D warnings
+    # In the main target, with the main build's flags: only the crates the
+    # simulation adds are checked again.
+    CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
     cargo fmt --manifest-path baremetal/Cargo.toml -- --check
     cd baremetal && cargo clippy --release -- -D warnings
     @echo "==> rustdoc, warnings denied"
