@@ -61,14 +61,16 @@ sim_env := "RUSTFLAGS='--cfg tokio_unstable' CARGO_TARGET_DIR=target/sim"
 test-sim:
     @echo "==> the client in a deterministic simulation (sim/): tests"
     {{sim_env}} cargo test --release --manifest-path sim/Cargo.toml
-    just sim 2000
+    @echo "==> the simulation: 2,000 seeds"
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign 2000 1
 
 # A campaign: SEEDS seeded runs from FROM, on every core, each a minute of
 # the soak's workload and nemesis against the model cluster, judged by the
 # soak's checker. Prints the command that replays each failing seed;
-# writes target/sim/report.json.
+# writes target/sim/report.json and records the campaign in
+# bench/sim/history.jsonl for the dashboard's Reliability page.
 sim SEEDS="2000" FROM="1":
-    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}}
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record
 
 # One seed's whole trace (every attempt, redirect, refresh, fault, and the
 # checker's verdict) as JSON lines in FILE.

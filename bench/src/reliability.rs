@@ -1,6 +1,9 @@
 //! The Reliability page, `web/dashboard/reliability.html`: the latest
 //! recorded soak (`just soak`, kept in `bench/soak/`): its figures, its
-//! timeline and its verdict, and every soak recorded before it.
+//! timeline and its verdict, and every soak recorded before it; then the
+//! simulated campaigns (`just sim`, kept in `bench/sim/history.jsonl`):
+//! per commit, seeds, operations, simulated hours, violations and the
+//! events that took effect, by kind.
 //!
 //! The report is read as plain JSON (the soak lives in the test harness,
 //! which this crate does not depend on); a field the page expects and the
@@ -43,13 +46,18 @@ fn text<'a>(report: &'a Value, key: &str) -> &'a str {
 /// The page for the latest report (`None`: no soak recorded yet) and the
 /// summary lines of all of them (`bench/soak/history.jsonl`), newest last.
 #[must_use]
-pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>) -> String {
+pub fn render(
+    latest: Option<&Value>,
+    history: &[Value],
+    timeline: Option<&str>,
+    campaigns: &[Value],
+) -> String {
     let mut html = start("Zaris reliability: the nemesis soak");
     html.push_str(HEADER);
     let Some(report) = latest else {
-        html.push_str(
-            "<p>No soak is recorded yet: run <code>just soak 1800</code>.</p>\n</main></body></html>\n",
-        );
+        html.push_str("<p>No soak is recorded yet: run <code>just soak 1800</code>.</p>\n");
+        campaigns_section(&mut html, campaigns);
+        html.push_str("</main></body></html>\n");
         return html;
     };
     let violations: Vec<&str> = report["violations"]
@@ -188,6 +196,7 @@ pub fn render(latest: Option<&Value>, history: &[Value], timeline: Option<&str>)
     if !history.is_empty() {
         history_section(&mut html, history);
     }
+    campaigns_section(&mut html, campaigns);
     html.push_str("</main>\n</body>\n</html>\n");
     html
 }
@@ -273,6 +282,112 @@ fn history_section(html: &mut String, history: &[Value]) {
     html.push_str(&table.html());
 }
 
+/// The simulated campaigns (`bench/sim/history.jsonl`, oldest first):
+/// the newest first, with what broke said first, and the newest one's
+/// events by kind.
+fn campaigns_section(html: &mut String, campaigns: &[Value]) {
+    html.push_str("<h2 id=\"simulation\">Simulated campaigns</h2>\n");
+    html.push_str(SIMULATION);
+    let Some(newest) = campaigns.last() else {
+        html.push_str("<p>No campaign is recorded yet: run <code>just sim 200000</code>.</p>\n");
+        return;
+    };
+    let count = |run: &Value, key: &str| run[key].as_u64().unwrap_or(0);
+    let failed: Vec<String> = campaigns
+        .iter()
+        .rev()
+        .filter(|run| count(run, "violations") > 0)
+        .map(|run| format!("{} (seeds {})", text(run, "commit"), run["failed_seeds"]))
+        .collect();
+    let total: u64 = campaigns.iter().map(|run| count(run, "seeds")).sum();
+    if failed.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict met\" id=\"sim-verdict\">Every check held in all {} recorded campaigns ({total} seeds).</p>",
+            campaigns.len()
+        );
+    } else {
+        let _ = writeln!(
+            html,
+            "<p class=\"verdict missed\" id=\"sim-verdict\">{} of {} recorded campaigns broke a check: {}. Each seed replays with <code>just sim-trace SEED FILE</code>.</p>",
+            failed.len(),
+            campaigns.len(),
+            escape(&failed.join("; "))
+        );
+    }
+    let mut table = Table::new(
+        "campaigns",
+        &[
+            "commit",
+            "date",
+            "verdict",
+            "seeds",
+            "operations",
+            "simulated hours",
+            "violations",
+            "events that took effect",
+        ],
+        "",
+    );
+    for run in campaigns.iter().rev() {
+        let violations = count(run, "violations");
+        let took: u64 = run["events_by_kind"]
+            .as_object()
+            .map(|kinds| kinds.values().filter_map(Value::as_u64).sum())
+            .unwrap_or(0);
+        let verdict = if violations == 0 {
+            Cell::text("held").class("met")
+        } else {
+            Cell::html(format!(
+                "✗ seeds {}",
+                escape(&run["failed_seeds"].to_string())
+            ))
+            .class("missed")
+        };
+        table.row(
+            (violations > 0).then_some("bad"),
+            [
+                Cell::html(format!("<code>{}</code>", escape(text(run, "commit")))),
+                Cell::text(text(run, "date")),
+                verdict,
+                Cell::text(&number(run, &["seeds"], 0)),
+                Cell::text(&number(run, &["operations"], 0)),
+                Cell::text(&number(run, &["simulated_hours"], 1)),
+                Cell::text(&violations.to_string()),
+                Cell::text(&took.to_string()),
+            ],
+        );
+    }
+    html.push_str(&table.html());
+    let _ = writeln!(
+        html,
+        "<h3>Events of the newest campaign ({}), by kind</h3>",
+        escape(text(newest, "commit"))
+    );
+    let mut kinds = Table::new("campaign-kinds", &["event", "drawn", "took effect"], "");
+    if let Some(drawn) = newest["events_drawn"].as_object() {
+        for (kind, n) in drawn {
+            kinds.row(
+                None,
+                [
+                    Cell::text(kind),
+                    Cell::text(&n.as_u64().unwrap_or(0).to_string()),
+                    Cell::text(
+                        &newest["events_by_kind"][kind]
+                            .as_u64()
+                            .unwrap_or(0)
+                            .to_string(),
+                    ),
+                ],
+            );
+        }
+    }
+    html.push_str(&kinds.html());
+}
+
+const SIMULATION: &str = r"<p>The same workload, nemesis and checker as the soak, with the real <code>zaris-client</code> in a deterministic simulation (<code>just sim SEEDS</code>): a model Redis Cluster in turmoil's simulated time, one seed a run, each replayed to the byte. An event <em>took effect</em> when what it is for was counted while it ran (a partition that held a connection, a kill that led to a failover, a trickle that slowed bytes): a kind drawn that never did fails the campaign.</p>
+";
+
 const CHECKS: &str = r"<h2>What is checked</h2>
 <p>Every operation of the workload is recorded (invoke, complete, outcome, value) and judged at the end, key by key, against the cluster's final state: every acknowledged durable write (<code>WAIT 1</code>) is present; plain writes and list appends are lost only inside the window of an event that can lose them (a <code>kill -9</code>, a long freeze, a partition, a forced takeover), and are counted; no read returns a value never written; a value appears twice only when some attempt's outcome was unknown; counters end between their acknowledged increments and those plus the unknown ones; compare-and-set chains have no fork and no gap; a transaction's two counters stay equal; no operation ends more than 100 ms past its deadline; map refreshes stay under one per refresh interval (500 ms) each event lasts, plus two, per client, plus the polls; the process's memory at the end is at most 1.25x what it was 10 s in, plus 16 MiB; and every read through the client cache that starts more than its lease (250 ms) after a durable write was acknowledged returns that write or a later one.</p>
 ";
@@ -298,7 +413,7 @@ mod tests {
             "violations": ["preg:0:1 <lost>"],
             "memory_kib": [100, 120],
         });
-        let html = render(Some(&report), &[], Some("soak-timeline.svg"));
+        let html = render(Some(&report), &[], Some("soak-timeline.svg"), &[]);
         assert!(html.contains("seed 42"), "{html}");
         assert!(
             html.contains(
@@ -318,7 +433,7 @@ mod tests {
             r#"<td data-label="figure">memory 10 s in / at the end (KiB)</td><td data-label="value">100 / 120</td>"#
         ));
         assert!(html.contains(r#"src="soak-timeline.svg""#));
-        assert!(render(None, &[], None).contains("No soak is recorded yet"));
+        assert!(render(None, &[], None, &[]).contains("No soak is recorded yet"));
         assert!(
             !html.contains("(hits / misses)"),
             "an old report says nothing of it"
@@ -326,7 +441,7 @@ mod tests {
         let mut cached = report.clone();
         cached["cache"] = serde_json::json!({"reads": 10, "hits": 8, "misses": 2,
             "stale_inside_lease": 1, "violations": 0});
-        let html = render(Some(&cached), &[], None);
+        let html = render(Some(&cached), &[], None, &[]);
         assert!(html.contains(r#"(hits / misses)</td><td data-label="value">10 (8 / 2)</td>"#));
         assert!(html.contains(r#"(bound: 0)</td><td data-label="value">1 / 0</td>"#));
     }
@@ -343,6 +458,7 @@ mod tests {
             Some(&report),
             &[run("old", 1, 2), run("mid", 0, 1), run("new", 0, 0)],
             None,
+            &[],
         );
         assert!(
             html.contains("2 of 3 recorded soaks broke a check: mid (1 violation); old (1 lost durable write, 2 violations)."),
@@ -355,7 +471,55 @@ mod tests {
             r#"<tr><td data-label="commit"><code>new</code></td><td data-label="verdict" class="met">held</td>"#
         ));
         assert_eq!(html.matches("<tr class=\"bad\">").count(), 2);
-        let held = render(Some(&report), &[run("new", 0, 0)], None);
+        let held = render(Some(&report), &[run("new", 0, 0)], None, &[]);
         assert!(held.contains("Every check held in all 1 recorded soaks."));
+    }
+
+    #[test]
+    fn campaigns_are_shown_newest_first_with_what_broke_said_first() {
+        let campaign = |commit: &str, violations: u64, failed: &[u64]| {
+            serde_json::json!({
+                "commit": commit, "date": "2026-12-06", "seeds": 2000, "from": 1,
+                "operations": 12_465_209, "simulated_hours": 34.04, "violations": violations,
+                "failed_seeds": failed,
+                "events_by_kind": {"partition": 29, "kill-master": 32},
+                "events_drawn": {"partition": 29, "kill-master": 33},
+            })
+        };
+        let html = render(None, &[], None, &[campaign("aaa1111", 0, &[])]);
+        assert!(
+            html.contains("Every check held in all 1 recorded campaigns (2000 seeds)"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td data-label=\"simulated hours\">34.0</td>"),
+            "{html}"
+        );
+        // Events that took effect: 29 + 32 of 62 drawn.
+        assert!(
+            html.contains("<td data-label=\"events that took effect\">61</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td data-label=\"took effect\">32</td>"),
+            "{html}"
+        );
+        let html = render(
+            None,
+            &[],
+            None,
+            &[
+                campaign("aaa1111", 0, &[]),
+                campaign("bbb2222", 2, &[14, 67]),
+            ],
+        );
+        assert!(
+            html.contains("1 of 2 recorded campaigns broke a check: bbb2222 (seeds [14,67])"),
+            "{html}"
+        );
+        let newest = html.find("bbb2222</code>").expect("the newest row");
+        let oldest = html.find("aaa1111</code>").expect("the oldest row");
+        assert!(newest < oldest, "newest first");
+        assert!(render(None, &[], None, &[]).contains("No campaign is recorded yet"));
     }
 }

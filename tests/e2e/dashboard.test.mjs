@@ -257,6 +257,40 @@ test('the Reliability page flags every soak that broke a check', async () => {
   assert.ok(right <= 1280, `violations end at ${right} px`);
 });
 
+test('the Reliability page shows every simulated campaign, per commit, with its figures', async () => {
+  await open('reliability.html');
+  const campaigns = jsonLines('bench/sim/history.jsonl');
+  if (campaigns.length === 0) {
+    assert.match(await page.textContent('main'), /No campaign is recorded yet/);
+    return;
+  }
+  const said = await page.textContent('#sim-verdict');
+  const broken = campaigns.filter((c) => c.violations > 0);
+  if (broken.length) assert.match(said, new RegExp(`^${broken.length} of ${campaigns.length} recorded campaigns broke a check`));
+  else assert.match(said, new RegExp(`^Every check held in all ${campaigns.length} recorded campaigns`));
+  // Newest first: each row's commit, seeds, operations and simulated hours
+  // are the recorded ones.
+  const rows = await page.locator('#campaigns tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.equal(rows.length, campaigns.length);
+  campaigns.slice().reverse().forEach((c, i) => {
+    assert.equal(rows[i][0], c.commit);
+    assert.equal(rows[i][3], String(c.seeds));
+    assert.equal(rows[i][4], String(c.operations));
+    assert.equal(rows[i][5], c.simulated_hours.toFixed(1));
+    assert.equal(rows[i][6], String(c.violations));
+  });
+  // The newest campaign's events by kind: every kind drawn, and how many took effect.
+  const newest = campaigns.at(-1);
+  if (newest) {
+    const kinds = await page.locator('#campaign-kinds tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    assert.deepEqual(kinds.map((k) => k[0]), Object.keys(newest.events_drawn));
+    for (const [kind, drawn, took] of kinds) {
+      assert.equal(drawn, String(newest.events_drawn[kind]));
+      assert.equal(took, String(newest.events_by_kind[kind] ?? 0));
+    }
+  }
+});
+
 test('every page at 1280 and 375 px, light and dark: tables fit, words stay whole, text is readable', async () => {
   for (const [width, scheme] of WIDTHS) {
     await page.emulateMedia({ colorScheme: scheme });

@@ -27,6 +27,9 @@ struct Paths {
     /// The recorded soaks (`just soak`): the latest report and timeline,
     /// and a summary line of each.
     soak: PathBuf,
+    /// The recorded simulated campaigns (`just sim`): a summary line of
+    /// each.
+    sim: PathBuf,
     /// The recorded client benchmark runs (`just bench-client`).
     clients: PathBuf,
 }
@@ -42,6 +45,7 @@ impl Paths {
         Self {
             history: root.join("bench/history.jsonl"),
             soak: root.join("bench/soak"),
+            sim: root.join("bench/sim/history.jsonl"),
             clients: root.join("bench/client-history.jsonl"),
             criterion: target.join("criterion"),
             allocs: target.join("zaris-bench/allocs.json"),
@@ -257,10 +261,19 @@ fn render_reliability(paths: &Paths) -> Result<()> {
     } else {
         None
     };
+    let campaigns: Vec<serde_json::Value> = match fs::read_to_string(&paths.sim) {
+        Ok(text) => text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("reading {}", paths.sim.display()))?,
+        Err(_) => Vec::new(),
+    };
     let page = paths.dashboard.join("reliability.html");
     fs::write(
         &page,
-        zaris_bench::reliability::render(latest.as_ref(), &history, shown),
+        zaris_bench::reliability::render(latest.as_ref(), &history, shown, &campaigns),
     )
     .with_context(|| format!("writing {}", page.display()))?;
     Ok(())

@@ -2,14 +2,16 @@
 //! `just sim-trace SEED FILE`: one run's whole trace.
 //!
 //! ```text
-//! zaris-sim campaign SEEDS FROM [--jobs N] [--out DIR]
+//! zaris-sim campaign SEEDS FROM [--jobs N] [--out DIR] [--record] [--plant NAME]
 //! zaris-sim trace SEED FILE
 //! ```
 //!
 //! A campaign prints its progress (seeds done, seeds per second, simulated
 //! seconds per wall second), the command that replays each failing seed,
 //! and writes `report.json` (see `zaris_sim::Report`) to `target/sim/`. It fails
-//! when any seed broke a check.
+//! when any seed broke a check. `--record` appends the campaign's summary
+//! to `bench/sim/history.jsonl`, which the dashboard's Reliability page
+//! shows per commit.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -60,6 +62,42 @@ fn trace(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Appends the campaign's summary line to `path`: the commit, when, and
+/// the figures the Reliability page shows.
+fn keep(report: &zaris_sim::Report, path: &std::path::Path) -> anyhow::Result<()> {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map_or_else(|| "unknown".to_owned(), |c| c.trim().to_owned())
+    };
+    let line = serde_json::json!({
+        "commit": git(&["rev-parse", "--short", "HEAD"]),
+        "date": git(&["log", "-1", "--format=%cs"]),
+        "seeds": report.seeds,
+        "from": report.from,
+        "operations": report.operations,
+        "simulated_hours": report.simulated_seconds / 3600.0,
+        "wall_seconds": report.wall_seconds,
+        "jobs": report.jobs,
+        "violations": report.violations.len(),
+        "failed_seeds": report.violations.iter().map(|v| v.seed).collect::<std::collections::BTreeSet<_>>(),
+        "events_by_kind": report.events_by_kind,
+        "events_drawn": report.events_drawn,
+    });
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut history = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(history, "{line}")?;
+    Ok(())
+}
+
 fn verdict(outcome: &Outcome) -> String {
     if outcome.violations.is_empty() {
         "every check held".to_owned()
@@ -72,16 +110,22 @@ fn verdict(outcome: &Outcome) -> String {
     }
 }
 
+/// How many seeds a long campaign runs between writing its figures so far
+/// (`report.partial.json`).
+const CHECKPOINT: u64 = 5_000;
+
 fn campaign(args: &[String]) -> anyhow::Result<()> {
     let seeds = number(args.first(), "SEEDS", 2_000)?;
     let from = number(args.get(1), "FROM", 1)?;
     let mut jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let mut out = PathBuf::from("target/sim");
+    let mut record = false;
     let mut rest = args.iter().skip(2);
     while let Some(flag) = rest.next() {
         match flag.as_str() {
             "--jobs" => jobs = number(rest.next(), "--jobs", 1)?.max(1) as usize,
             "--out" => out = PathBuf::from(rest.next().context("--out DIR")?),
+            "--record" => record = true,
             other => bail!("unknown option {other:?}"),
         }
     }
@@ -104,6 +148,13 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
             );
         }
         let n = report.runs.len() as u64;
+        if n % CHECKPOINT == 0 && n < seeds {
+            // A long campaign's figures so far survive its interruption.
+            let partial = out.join("report.partial.json");
+            if let Ok(text) = serde_json::to_string(report) {
+                let _ = std::fs::create_dir_all(&out).and_then(|()| std::fs::write(&partial, text));
+            }
+        }
         if last.elapsed() >= Duration::from_secs(1) || n == seeds {
             last = Instant::now();
             progress(
@@ -129,6 +180,14 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
         report.violations.len(),
         path.display()
     );
+    if record {
+        let kept = PathBuf::from("bench/sim/history.jsonl");
+        keep(&report, &kept)?;
+        eprintln!(
+            "    recorded in {} (just dashboard shows it)",
+            kept.display()
+        );
+    }
     let idle = report.idle_kinds();
     if !idle.is_empty() {
         bail!("event kinds drawn that never took effect (a fault that does nothing proves nothing): {idle:?}");
