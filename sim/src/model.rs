@@ -276,11 +276,12 @@ impl Model {
             epoch: vec![0; total],
             ranges: std::cell::OnceCell::new(),
         };
-        for m in 0..masters {
+        // The slots split as `redis-cli --cluster create` splits them.
+        let split = zaris_tests::cluster::default_split(masters);
+        for (m, &(first, last)) in split.iter().enumerate() {
             layout.member[m] = true;
             layout.epoch[m] = m as u64 + 1;
-            let (first, last) = (SLOTS * m / masters, SLOTS * (m + 1) / masters);
-            for slot in first..last {
+            for slot in usize::from(first)..=usize::from(last) {
                 layout.owner[slot] = Some(m);
             }
             if with_replicas {
