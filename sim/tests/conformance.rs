@@ -310,10 +310,12 @@ fn on_model() -> Vec<String> {
                             At::Was => roles.was,
                             At::New => roles.new,
                         };
-                        if !conns.contains_key(&(node, conn)) {
+                        if let std::collections::btree_map::Entry::Vacant(free) =
+                            conns.entry((node, conn))
+                        {
                             let stream =
                                 turmoil::net::TcpStream::connect(addrs[node].as_str()).await?;
-                            conns.insert((node, conn), (stream, Vec::new()));
+                            free.insert((stream, Vec::new()));
                         }
                         let (stream, buf) = conns.get_mut(&(node, conn)).expect("open");
                         let mut out = Vec::new();
