@@ -148,7 +148,7 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
             );
         }
         let n = report.runs.len() as u64;
-        if n % CHECKPOINT == 0 && n < seeds {
+        if n.is_multiple_of(CHECKPOINT) && n < seeds {
             // A long campaign's figures so far survive its interruption.
             let partial = out.join("report.partial.json");
             if let Ok(text) = serde_json::to_string(report) {
