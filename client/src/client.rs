@@ -36,14 +36,15 @@ pub struct Client {
     pub(crate) inner: Arc<Inner>,
 }
 
-const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
+/// `SET_IF_VERSION`'s Lua: the stored version checked, then the write.
+pub const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
     if v ~= tonumber(ARGV[2]) then return {0, v} end \
     redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[1]) \
     return {1, v + 1}";
 
 /// INCRBY that a retry cannot apply twice: the first run records its
 /// result under a marker key in the same slot; a repeat returns it.
-const INCR_ONCE: &str = "if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[2]) then \
+pub const INCR_ONCE: &str = "if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[2]) then \
     local v = redis.call('INCRBY', KEYS[1], ARGV[1]) \
     redis.call('SET', KEYS[2], v, 'PX', ARGV[2]) \
     return v \

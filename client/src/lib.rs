@@ -98,6 +98,13 @@ pub use script::Script;
 /// Plants a known bug in this thread's simulated runs (the `sim` feature).
 #[cfg(feature = "sim")]
 pub use seam::plant as sim_plant;
+
+/// The Lua the client sends (compare-and-set, the once-only increment),
+/// for the simulation's model to know it by its SHA1 (the `sim` feature).
+#[cfg(feature = "sim")]
+pub mod sim_scripts {
+    pub use crate::client::{INCR_ONCE, SET_IF_VERSION};
+}
 /// Seeds this thread's simulated run (the `sim` feature: `sim/`).
 #[cfg(feature = "sim")]
 pub use seam::seed as sim_seed;

@@ -11,6 +11,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+// The Lua the client sends, known by its SHA1.
+use zaris_client::sim_scripts::{INCR_ONCE, SET_IF_VERSION};
 use zaris_core::slot_for_key;
 
 use crate::model::{now, Data, Entry, Life, Model, Write, SLOTS};
@@ -28,17 +30,8 @@ pub enum Step {
     Close(Reply),
 }
 
-/// The scripts the model runs, by source.
-const SET_IF_VERSION: &str = "local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0') \
-    if v ~= tonumber(ARGV[2]) then return {0, v} end \
-    redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[1]) \
-    return {1, v + 1}";
-const INCR_ONCE: &str = "if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[2]) then \
-    local v = redis.call('INCRBY', KEYS[1], ARGV[1]) \
-    redis.call('SET', KEYS[2], v, 'PX', ARGV[2]) \
-    return v \
-    end \
-    return tonumber(redis.call('GET', KEYS[2]))";
+/// The soak's script (the model also runs the client's own,
+/// `sim_scripts`: its compare-and-set and once-only increment).
 const SET_SCRIPT: &str = "return redis.call('SET', KEYS[1], ARGV[1])";
 
 /// The SHA1 of a script's source, in hex, as `EVALSHA` names it.

@@ -561,6 +561,12 @@ impl Model {
             }
         }
         node.written.notify_waiters();
+        self.invalidate(told);
+    }
+
+    /// Tells each tracking connection that a key it read was written
+    /// (`invalidate`, as a RESP3 push).
+    fn invalidate(&mut self, told: BTreeSet<(u64, Vec<u8>)>) {
         for (id, key) in told {
             self.send(
                 id,
@@ -635,15 +641,7 @@ impl Model {
             };
         }
         node.applied = offset;
-        for (id, key) in told {
-            self.send(
-                id,
-                &Reply::Push(vec![
-                    Reply::text("invalidate"),
-                    Reply::Array(vec![Reply::Bulk(key)]),
-                ]),
-            );
-        }
+        self.invalidate(told);
         // A master waiting on its replicas (`WAIT`) looks again.
         if let Some(m) = self.truth.master_of[r] {
             self.nodes[m].written.notify_waiters();

@@ -82,6 +82,20 @@ fn seeds(model: &Model) -> Vec<String> {
     (0..3).map(|i| model.addr(i)).collect()
 }
 
+/// The simulation every run uses: seeded, 5 ms ticks (a tick each way is
+/// the least a message takes), up to `lasting`.
+#[must_use]
+pub fn simulation(seed: u64, lasting: Duration) -> turmoil::Builder {
+    let mut builder = turmoil::Builder::new();
+    builder
+        .rng_seed(seed)
+        .simulation_duration(lasting)
+        .tick_duration(Duration::from_millis(5))
+        .min_message_latency(Duration::ZERO)
+        .max_message_latency(Duration::from_millis(1));
+    builder
+}
+
 /// Runs one seed.
 #[must_use]
 pub fn run(setup: &Setup) -> Outcome {
@@ -93,13 +107,7 @@ pub fn run(setup: &Setup) -> Outcome {
         model.trace = Trace::keeping();
     }
     let model = Rc::new(RefCell::new(model));
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(seed)
-        .simulation_duration(Duration::from_secs(setup.seconds + 600))
-        .tick_duration(Duration::from_millis(5))
-        .min_message_latency(Duration::ZERO)
-        .max_message_latency(Duration::from_millis(1))
-        .build();
+    let mut sim = simulation(seed, Duration::from_secs(setup.seconds + 600)).build();
     sim.host(crate::model::HOST, {
         let model = model.clone();
         move || crate::serve::cluster(model.clone())

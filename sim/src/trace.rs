@@ -108,25 +108,13 @@ pub fn json(text: &str) -> String {
     out
 }
 
-/// Appends `text` to `out` as a JSON string.
+/// Appends `text` to `out` as a JSON string (serde_json's escaping,
+/// written in place).
 pub fn push_json(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let mut bytes = std::mem::take(out).into_bytes();
+    // Writing a `str` into a `Vec` cannot fail, and keeps it UTF-8.
+    let _ = serde_json::to_writer(&mut bytes, text);
+    *out = String::from_utf8(bytes).unwrap_or_default();
 }
 
 #[cfg(test)]

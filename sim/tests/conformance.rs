@@ -275,13 +275,7 @@ fn on_servers(server: &str) -> Vec<String> {
 fn on_model() -> Vec<String> {
     let model = Rc::new(RefCell::new(Model::new(3, true, 0, 1)));
     let addrs: Vec<String> = (0..6).map(|i| model.borrow().addr(i)).collect();
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(1)
-        .simulation_duration(Duration::from_secs(120))
-        .tick_duration(Duration::from_millis(5))
-        .min_message_latency(Duration::ZERO)
-        .max_message_latency(Duration::from_millis(1))
-        .build();
+    let mut sim = zaris_sim::run::simulation(1, Duration::from_secs(120)).build();
     sim.host(zaris_sim::model::HOST, {
         let model = model.clone();
         move || zaris_sim::serve::cluster(model.clone())
