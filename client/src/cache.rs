@@ -148,9 +148,13 @@ impl NodeState {
     /// When this node last showed it serves `slot` by a check, if its
     /// newest check claimed it.
     fn claim(&self, slot: u16) -> Option<Duration> {
-        let claimed = self.claims.iter().any(|&(a, b)| a <= slot && slot <= b);
-        self.claimed_at.filter(|_| claimed)
+        self.claimed_at.filter(|_| covers(&self.claims, slot, slot))
     }
+}
+
+/// Whether one of `ranges` holds every slot from `first` to `last`.
+fn covers(ranges: &[(u16, u16)], first: u16, last: u16) -> bool {
+    ranges.iter().any(|&(a, b)| a <= first && last <= b)
 }
 
 struct State {
@@ -493,17 +497,12 @@ impl Cache {
                     node.claimed_at = Some(asked_at);
                 }
                 drop(state);
-                let claims = |slot: u16| claimed.iter().any(|&(a, b)| a <= slot && slot <= b);
                 // The map's runs the node claims whole cost one comparison.
                 let lost: Vec<u16> = in_map
                     .iter()
-                    .filter(|run| {
-                        !claimed
-                            .iter()
-                            .any(|&(a, b)| a <= run.start && run.end.saturating_sub(1) <= b)
-                    })
+                    .filter(|run| !covers(&claimed, run.start, run.end.saturating_sub(1)))
                     .flat_map(Clone::clone)
-                    .filter(|&s| !claims(s))
+                    .filter(|&s| !covers(&claimed, s, s))
                     .collect();
                 if !lost.is_empty() {
                     tracing::debug!(

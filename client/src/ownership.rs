@@ -4,7 +4,6 @@
 //! revealed it. Nothing is diffed while no one listens.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::time::SystemTime;
 
 use tokio::sync::broadcast;

@@ -129,42 +129,69 @@ impl Report {
     }
 }
 
+/// Runs seeds `from..from + seeds` on `jobs` threads, each seed alone on
+/// its thread (so its outcome does not depend on the others), with the
+/// setup `setup` makes of it, handing every outcome to `each` as it comes
+/// (in any order). Once `each` says `false`, no new seed starts; those
+/// running finish and are handed on too.
+fn run_seeds(
+    seeds: u64,
+    from: u64,
+    jobs: usize,
+    setup: impl Fn(u64) -> Setup + Clone + Send + 'static,
+    mut each: impl FnMut(Outcome) -> bool,
+) {
+    let next = Arc::new(AtomicU64::new(from));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let end = from + seeds;
+    let (done, results) = mpsc::channel::<Outcome>();
+    let workers: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (next, stop, done, setup) =
+                (next.clone(), stop.clone(), done.clone(), setup.clone());
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end
+                    || stop.load(Ordering::Relaxed)
+                    || done.send(run(&setup(seed))).is_err()
+                {
+                    break;
+                }
+            })
+        })
+        .collect();
+    drop(done);
+    for outcome in results {
+        if !each(outcome) {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+}
+
 /// Runs seeds from `from` on `jobs` threads with `plant` planted, until
 /// one breaks a check (its seed and first violation) or `seeds` have run
 /// (`None`): the test that the checker catches a known bug.
 #[must_use]
 pub fn hunt(plant: &str, seeds: u64, from: u64, jobs: usize) -> Option<(u64, String)> {
-    let next = Arc::new(AtomicU64::new(from));
-    let end = from + seeds;
-    let found = Arc::new(std::sync::Mutex::new(None::<(u64, String)>));
-    let workers: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (next, found, plant) = (next.clone(), found.clone(), plant.to_owned());
-            std::thread::spawn(move || loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                let done = found.lock().map_or(true, |f| f.is_some());
-                if seed >= end || done {
-                    break;
-                }
-                let outcome = run(&Setup {
-                    plant: Some(plant.clone()),
-                    ..Setup::campaign(seed)
-                });
-                if let Some(what) = outcome.violations.first() {
-                    if let Ok(mut f) = found.lock() {
-                        // The lowest seed wins, whatever the threads' order.
-                        if f.as_ref().is_none_or(|(s, _)| seed < *s) {
-                            *f = Some((seed, what.clone()));
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
-    found.lock().ok().and_then(|mut f| f.take())
+    let plant = plant.to_owned();
+    let setup = move |seed| Setup {
+        plant: Some(plant.clone()),
+        ..Setup::campaign(seed)
+    };
+    let mut found: Option<(u64, String)> = None;
+    run_seeds(seeds, from, jobs, setup, |outcome| {
+        if let Some(what) = outcome.violations.first() {
+            // The lowest seed wins, whatever the threads' order.
+            if found.as_ref().is_none_or(|(s, _)| outcome.seed < *s) {
+                found = Some((outcome.seed, what.clone()));
+            }
+        }
+        found.is_none()
+    });
+    found
 }
 
 /// Runs `seeds` seeds from `from` on `jobs` threads, telling `each` of
@@ -176,34 +203,17 @@ pub fn campaign(
     mut each: impl FnMut(&Outcome, &Report),
 ) -> Report {
     let started = Instant::now();
-    let next = Arc::new(AtomicU64::new(from));
-    let end = from + seeds;
-    let (done, results) = mpsc::channel::<Outcome>();
-    let workers: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (next, done) = (next.clone(), done.clone());
-            std::thread::spawn(move || loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= end || done.send(run(&Setup::campaign(seed))).is_err() {
-                    break;
-                }
-            })
-        })
-        .collect();
-    drop(done);
     let mut report = Report {
         seeds,
         from,
         jobs: jobs.max(1),
         ..Report::default()
     };
-    for outcome in results {
+    run_seeds(seeds, from, jobs, Setup::campaign, |outcome| {
         report.add(&outcome);
         each(&outcome, &report);
-    }
-    for w in workers {
-        let _ = w.join();
-    }
+        true
+    });
     report.runs.sort_by_key(|r| r.seed);
     report.violations.sort_by_key(|v| v.seed);
     report.wall_seconds = started.elapsed().as_secs_f64();

@@ -121,7 +121,6 @@ impl Churn for SimCluster {
         m.nodes[i].life = Life::Dead;
         let cut = m.cut_connections(i);
         m.count("connections cut by a kill", cut);
-        m.poke(i);
     }
 
     async fn freeze(&mut self, i: usize) -> io::Result<()> {

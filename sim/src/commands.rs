@@ -913,43 +913,24 @@ impl Model {
                 Reply::Int(c.channels.len() as i64),
             ]));
         }
-        for r in &replies[..replies.len().saturating_sub(1)] {
-            self.send(conn, r);
-        }
-        Step::Reply(replies.pop().unwrap_or_else(|| arity("ssubscribe")))
+        let last = self.send_all_but_last(conn, replies);
+        Step::Reply(last.unwrap_or_else(|| arity("ssubscribe")))
     }
 
     fn sunsubscribe(&mut self, conn: u64, args: &[Vec<u8>]) -> Step {
-        let me = self.conns[&conn].node;
         let channels: Vec<Vec<u8>> = if args.len() > 1 {
             args[1..].to_vec()
         } else {
             self.conns[&conn].channels.iter().cloned().collect()
         };
-        let mut replies = Vec::new();
-        for channel in channels {
-            if let Some(subs) = self.nodes[me].subscribers.get_mut(&channel) {
-                subs.remove(&conn);
-            }
-            let c = self.conns.get_mut(&conn).expect("open");
-            c.channels.remove(&channel);
-            replies.push(Reply::Push(vec![
-                Reply::text("sunsubscribe"),
-                Reply::Bulk(channel),
-                Reply::Int(c.channels.len() as i64),
-            ]));
-        }
-        if replies.is_empty() {
-            return Step::Reply(Reply::Push(vec![
-                Reply::text("sunsubscribe"),
-                Reply::Nil,
-                Reply::Int(0),
-            ]));
-        }
-        for r in &replies[..replies.len() - 1] {
-            self.send(conn, r);
-        }
-        Step::Reply(replies.pop().expect("one"))
+        let replies: Vec<Reply> = channels
+            .iter()
+            .map(|channel| self.unsubscribe(conn, channel))
+            .collect();
+        let last = self.send_all_but_last(conn, replies);
+        Step::Reply(last.unwrap_or_else(|| {
+            Reply::Push(vec![Reply::text("sunsubscribe"), Reply::Nil, Reply::Int(0)])
+        }))
     }
 
     fn spublish(&mut self, me: usize, args: &[Vec<u8>]) -> Reply {

@@ -398,6 +398,40 @@ impl Model {
         }
     }
 
+    /// Connection `id` unsubscribed from shard channel `channel` on its
+    /// node: the `sunsubscribe` push that says so, with how many channels
+    /// it has left.
+    pub fn unsubscribe(&mut self, id: u64, channel: &[u8]) -> Reply {
+        let left = match self.conns.get_mut(&id) {
+            Some(c) => {
+                c.channels.remove(channel);
+                if let Some(subs) = self.nodes[c.node].subscribers.get_mut(channel) {
+                    subs.remove(&id);
+                    if subs.is_empty() {
+                        self.nodes[c.node].subscribers.remove(channel);
+                    }
+                }
+                c.channels.len()
+            }
+            None => 0,
+        };
+        Reply::Push(vec![
+            Reply::text("sunsubscribe"),
+            Reply::Bulk(channel.to_vec()),
+            Reply::Int(left as i64),
+        ])
+    }
+
+    /// Sends every reply of `replies` on connection `id` but the last,
+    /// which is the command's own.
+    pub fn send_all_but_last(&mut self, id: u64, mut replies: Vec<Reply>) -> Option<Reply> {
+        let last = replies.pop();
+        for reply in &replies {
+            self.send(id, reply);
+        }
+        last
+    }
+
     /// Queues `reply` on connection `id`.
     pub fn send(&mut self, id: u64, reply: &Reply) {
         if let Some(conn) = self.conns.get_mut(&id) {
@@ -410,17 +444,15 @@ impl Model {
 
     /// Closes every client connection of node `i`.
     pub fn cut_connections(&mut self, i: usize) -> u64 {
-        let node = &mut self.nodes[i];
-        node.generation += 1;
-        node.changed.notify_waiters();
+        self.nodes[i].generation += 1;
         let mut cut = 0;
         for conn in self.conns.values_mut() {
             if conn.node == i && !conn.closed {
                 conn.closed = true;
-                conn.wake.notify_one();
                 cut += 1;
             }
         }
+        self.poke(i);
         cut
     }
 
@@ -465,21 +497,12 @@ impl Model {
         for channel in lost {
             let subs = self.nodes[i]
                 .subscribers
-                .remove(&channel)
+                .get(&channel)
+                .cloned()
                 .unwrap_or_default();
             for id in subs {
-                let left = self.conns.get_mut(&id).map_or(0, |c| {
-                    c.channels.remove(&channel);
-                    c.channels.len()
-                });
-                self.send(
-                    id,
-                    &Reply::Push(vec![
-                        Reply::text("sunsubscribe"),
-                        Reply::Bulk(channel.clone()),
-                        Reply::Int(left as i64),
-                    ]),
-                );
+                let told = self.unsubscribe(id, &channel);
+                self.send(id, &told);
                 self.count("sunsubscribed", 1);
             }
         }

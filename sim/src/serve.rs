@@ -77,8 +77,7 @@ async fn listen(model: Shared, i: usize) {
 /// Waits for `notify` unless `ready` holds now (checked with the waiter
 /// registered, so no wake-up is lost).
 async fn until(notify: &Notify, mut ready: impl FnMut() -> bool) {
-    let notified = pin!(notify.notified());
-    let mut notified = notified;
+    let mut notified = pin!(notify.notified());
     notified.as_mut().enable();
     if !ready() {
         notified.await;
