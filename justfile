@@ -68,9 +68,11 @@ test-sim:
 # the soak's workload and nemesis against the model cluster, judged by the
 # soak's checker. Prints the command that replays each failing seed;
 # writes target/sim/report.json and records the campaign in
-# bench/sim/history.jsonl for the dashboard's Reliability page.
-sim SEEDS="2000" FROM="1":
-    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record
+# bench/sim/history.jsonl for the dashboard's Reliability page. A long
+# campaign survives being stopped: `just sim 1000000 1 --out DIR`, and
+# the same with `--resume` takes it up where it stopped.
+sim SEEDS="2000" FROM="1" *FLAGS:
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
 
 # One seed's whole trace (every attempt, redirect, refresh, fault, and the
 # checker's verdict) as JSON lines in FILE.

@@ -1,8 +1,10 @@
 //! A campaign: seeds run on every core (each alone on its thread, so its
 //! outcome does not depend on how many ran beside it), summed up as
-//! `target/sim/report.json` says them.
+//! `target/sim/report.json` says them. Each seed's [`Summary`] is all the
+//! report needs of it, so a long campaign can keep its summaries as they
+//! come and be taken up again where it stopped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
@@ -48,6 +50,9 @@ pub struct Report {
     pub wall_seconds: f64,
     /// See `wall_seconds`.
     pub jobs: usize,
+    /// Seeds taken as they were from an interrupted campaign, not run
+    /// again: `wall_seconds` is the time the others took.
+    pub resumed: u64,
     /// Every broken check: the seed and what.
     pub violations: Vec<Violation>,
     /// The nemesis's events that took effect (their kind's proof, see
@@ -86,35 +91,75 @@ pub struct Run {
     pub violations: usize,
 }
 
+/// What a campaign keeps of one seed's outcome: a line of a long
+/// campaign's `runs.jsonl`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// The seed.
+    pub seed: u64,
+    /// The hash of its trace.
+    pub trace_sha256: String,
+    /// Its workload's operations.
+    pub operations: u64,
+    /// Simulated seconds.
+    pub simulated_seconds: f64,
+    /// What the checker said.
+    pub violations: Vec<String>,
+    /// Each event, and what it did while it ran.
+    pub took: Vec<(EventKind, BTreeMap<String, u64>)>,
+    /// Every effect, events or not.
+    pub counts: BTreeMap<String, u64>,
+}
+
+impl From<&Outcome> for Summary {
+    fn from(outcome: &Outcome) -> Self {
+        let owned = |counts: &crate::model::Counts| {
+            counts
+                .iter()
+                .map(|(what, n)| ((*what).to_owned(), *n))
+                .collect()
+        };
+        Self {
+            seed: outcome.seed,
+            trace_sha256: outcome.trace_sha256.clone(),
+            operations: outcome.operations,
+            simulated_seconds: outcome.simulated.as_secs_f64(),
+            violations: outcome.violations.clone(),
+            took: outcome.took.iter().map(|(k, c)| (*k, owned(c))).collect(),
+            counts: owned(&outcome.counts),
+        }
+    }
+}
+
 impl Report {
-    /// Adds one seed's outcome.
-    pub fn add(&mut self, outcome: &Outcome) {
-        self.operations += outcome.operations;
-        self.simulated_seconds += outcome.simulated.as_secs_f64();
-        for (kind, effects) in &outcome.took {
+    /// Adds one seed's summary.
+    pub fn add(&mut self, seed: &Summary) {
+        self.operations += seed.operations;
+        self.simulated_seconds += seed.simulated_seconds;
+        for (kind, effects) in &seed.took {
             *self.events_drawn.entry(*kind).or_default() += 1;
             if effects.get(proof_of(*kind)).is_some_and(|&n| n > 0) {
                 *self.events_by_kind.entry(*kind).or_default() += 1;
             }
             let mine = self.effects_by_kind.entry(*kind).or_default();
             for (what, n) in effects {
-                *mine.entry((*what).to_owned()).or_default() += n;
+                *mine.entry(what.clone()).or_default() += n;
             }
         }
-        for (what, n) in &outcome.counts {
-            *self.effects.entry((*what).to_owned()).or_default() += n;
+        for (what, n) in &seed.counts {
+            *self.effects.entry(what.clone()).or_default() += n;
         }
-        for v in &outcome.violations {
+        for v in &seed.violations {
             self.violations.push(Violation {
-                seed: outcome.seed,
+                seed: seed.seed,
                 what: v.clone(),
             });
         }
         self.runs.push(Run {
-            seed: outcome.seed,
-            trace_sha256: outcome.trace_sha256.clone(),
-            operations: outcome.operations,
-            violations: outcome.violations.len(),
+            seed: seed.seed,
+            trace_sha256: seed.trace_sha256.clone(),
+            operations: seed.operations,
+            violations: seed.violations.len(),
         });
     }
 
@@ -138,6 +183,7 @@ fn run_seeds(
     seeds: u64,
     from: u64,
     jobs: usize,
+    skip: Arc<BTreeSet<u64>>,
     setup: impl Fn(u64) -> Setup + Clone + Send + 'static,
     mut each: impl FnMut(Outcome) -> bool,
 ) {
@@ -147,10 +193,18 @@ fn run_seeds(
     let (done, results) = mpsc::channel::<Outcome>();
     let workers: Vec<_> = (0..jobs.max(1))
         .map(|_| {
-            let (next, stop, done, setup) =
-                (next.clone(), stop.clone(), done.clone(), setup.clone());
+            let (next, stop, done, setup, skip) = (
+                next.clone(),
+                stop.clone(),
+                done.clone(),
+                setup.clone(),
+                skip.clone(),
+            );
             std::thread::spawn(move || loop {
                 let seed = next.fetch_add(1, Ordering::Relaxed);
+                if skip.contains(&seed) {
+                    continue;
+                }
                 if seed >= end
                     || stop.load(Ordering::Relaxed)
                     || done.send(run(&setup(seed))).is_err()
@@ -182,7 +236,7 @@ pub fn hunt(plant: &str, seeds: u64, from: u64, jobs: usize) -> Option<(u64, Str
         ..Setup::campaign(seed)
     };
     let mut found: Option<(u64, String)> = None;
-    run_seeds(seeds, from, jobs, setup, |outcome| {
+    run_seeds(seeds, from, jobs, Arc::default(), setup, |outcome| {
         if let Some(what) = outcome.violations.first() {
             // The lowest seed wins, whatever the threads' order.
             if found.as_ref().is_none_or(|(s, _)| outcome.seed < *s) {
@@ -195,12 +249,15 @@ pub fn hunt(plant: &str, seeds: u64, from: u64, jobs: usize) -> Option<(u64, Str
 }
 
 /// Runs `seeds` seeds from `from` on `jobs` threads, telling `each` of
-/// every outcome as it comes (in any order); the report is in seed order.
+/// every seed's summary as it comes (in any order); the report is in seed
+/// order. The seeds of `done` (an interrupted campaign's, say) are not run
+/// again: their summaries count as they are.
 pub fn campaign(
     seeds: u64,
     from: u64,
     jobs: usize,
-    mut each: impl FnMut(&Outcome, &Report),
+    done: Vec<Summary>,
+    mut each: impl FnMut(&Summary, &Report),
 ) -> Report {
     let started = Instant::now();
     let mut report = Report {
@@ -209,11 +266,27 @@ pub fn campaign(
         jobs: jobs.max(1),
         ..Report::default()
     };
-    run_seeds(seeds, from, jobs, Setup::campaign, |outcome| {
-        report.add(&outcome);
-        each(&outcome, &report);
-        true
-    });
+    let range = from..from + seeds;
+    let mut skip = BTreeSet::new();
+    for seed in done.iter().filter(|s| range.contains(&s.seed)) {
+        if skip.insert(seed.seed) {
+            report.add(seed);
+            report.resumed += 1;
+        }
+    }
+    run_seeds(
+        seeds,
+        from,
+        jobs,
+        Arc::new(skip),
+        Setup::campaign,
+        |outcome| {
+            let summary = Summary::from(&outcome);
+            report.add(&summary);
+            each(&summary, &report);
+            true
+        },
+    );
     report.runs.sort_by_key(|r| r.seed);
     report.violations.sort_by_key(|v| v.seed);
     report.wall_seconds = started.elapsed().as_secs_f64();

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use zaris_sim::{campaign, run, Setup};
+use zaris_sim::{campaign, run, Setup, Summary};
 use zaris_tests::soak::EventKind;
 
 #[test]
 fn fifty_seeds_replay_to_the_same_traces_on_one_thread_or_two() {
-    let on_two: BTreeMap<u64, String> = campaign(50, 1, 2, |_, _| {})
+    let on_two: BTreeMap<u64, String> = campaign(50, 1, 2, Vec::new(), |_, _| {})
         .runs
         .into_iter()
         .map(|r| (r.seed, r.trace_sha256))
@@ -34,7 +34,7 @@ fn fifty_seeds_replay_to_the_same_traces_on_one_thread_or_two() {
 
 #[test]
 fn every_kind_of_fault_drawn_takes_effect() {
-    let report = campaign(40, 1_000, 2, |_, _| {});
+    let report = campaign(40, 1_000, 2, Vec::new(), |_, _| {});
     assert!(report.violations.is_empty(), "{:#?}", report.violations);
     for kind in EventKind::ALL {
         let drawn = report.events_drawn.get(&kind).copied().unwrap_or(0);
@@ -57,4 +57,31 @@ fn every_kind_of_fault_drawn_takes_effect() {
             .unwrap_or(0)
             > 0
     );
+}
+
+#[test]
+fn a_campaign_taken_up_again_sums_to_the_campaign_run_at_once() {
+    let mut kept = Vec::new();
+    let whole = campaign(12, 500, 2, Vec::new(), |seed, _| {
+        kept.push(serde_json::to_string(seed).unwrap());
+    });
+    // Interrupted after five seeds: their lines are read back, the other
+    // seven run again.
+    let done: Vec<Summary> = kept[..5]
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let mut ran = Vec::new();
+    let resumed = campaign(12, 500, 2, done, |seed, _| ran.push(seed.seed));
+    assert_eq!(resumed.resumed, 5);
+    assert_eq!(ran.len(), 7);
+    let json = |r: &zaris_sim::Report| {
+        let mut v = serde_json::to_value(r).unwrap();
+        for volatile in ["wall_seconds", "resumed"] {
+            v.as_object_mut().unwrap().remove(volatile);
+        }
+        v
+    };
+    assert_eq!(json(&resumed), json(&whole));
+    assert_eq!(whole.runs.len(), 12);
 }

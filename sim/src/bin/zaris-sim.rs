@@ -2,23 +2,27 @@
 //! `just sim-trace SEED FILE`: one run's whole trace.
 //!
 //! ```text
-//! zaris-sim campaign SEEDS FROM [--jobs N] [--out DIR] [--record] [--plant NAME]
+//! zaris-sim campaign SEEDS FROM [--jobs N] [--out DIR] [--resume] [--record]
 //! zaris-sim trace SEED FILE
 //! ```
 //!
 //! A campaign prints its progress (seeds done, seeds per second, simulated
 //! seconds per wall second), the command that replays each failing seed,
-//! and writes `report.json` (see `zaris_sim::Report`) to `target/sim/`. It fails
-//! when any seed broke a check. `--record` appends the campaign's summary
-//! to `bench/sim/history.jsonl`, which the dashboard's Reliability page
-//! shows per commit.
+//! and writes `report.json` (see `zaris_sim::Report`) to `DIR`
+//! (`target/sim/`). It fails when any seed broke a check. Each seed's
+//! summary is appended to `DIR/runs.jsonl` as it finishes; `--resume`
+//! takes up the campaign those lines began (same build, same seeds) and
+//! runs only the seeds they lack, so a campaign of days survives being
+//! stopped. `--record` appends the campaign's summary to
+//! `bench/sim/history.jsonl`, which the dashboard's Reliability page shows
+//! per commit.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use zaris_sim::{run, Outcome, Setup};
+use zaris_sim::{run, Outcome, Setup, Summary};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -110,9 +114,37 @@ fn verdict(outcome: &Outcome) -> String {
     }
 }
 
-/// How many seeds a long campaign runs between writing its figures so far
-/// (`report.partial.json`).
-const CHECKPOINT: u64 = 5_000;
+/// The summaries `runs.jsonl` in `out` holds, and the file opened to add
+/// more: emptied first unless `resume`. A line cut short by the
+/// interruption is dropped.
+fn kept_runs(out: &std::path::Path, resume: bool) -> anyhow::Result<(Vec<Summary>, std::fs::File)> {
+    std::fs::create_dir_all(out)?;
+    let path = out.join("runs.jsonl");
+    let mut done = Vec::new();
+    let mut good = 0;
+    if resume {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.split_inclusive('\n') {
+            match serde_json::from_str::<Summary>(line) {
+                Ok(summary) if line.ends_with('\n') => {
+                    done.push(summary);
+                    good += line.len();
+                }
+                _ => break,
+            }
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("{}", path.display()))?;
+    file.set_len(good as u64)?;
+    let mut file = file;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
+    Ok((done, file))
+}
 
 fn campaign(args: &[String]) -> anyhow::Result<()> {
     let seeds = number(args.first(), "SEEDS", 2_000)?;
@@ -120,22 +152,40 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
     let mut jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let mut out = PathBuf::from("target/sim");
     let mut record = false;
+    let mut resume = false;
     let mut rest = args.iter().skip(2);
     while let Some(flag) = rest.next() {
         match flag.as_str() {
             "--jobs" => jobs = number(rest.next(), "--jobs", 1)?.max(1) as usize,
             "--out" => out = PathBuf::from(rest.next().context("--out DIR")?),
+            "--resume" => resume = true,
             "--record" => record = true,
             other => bail!("unknown option {other:?}"),
         }
     }
+    let (done, mut runs) = kept_runs(&out, resume)?;
     eprintln!(
-        "==> {seeds} seeds from {from} on {jobs} threads (each seed replays exactly: `just sim-trace SEED FILE`)"
+        "==> {seeds} seeds from {from} on {jobs} threads (each seed replays exactly: `just sim-trace SEED FILE`){}",
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!("; {} already run, kept in {}", done.len(), out.join("runs.jsonl").display())
+        }
     );
     let started = Instant::now();
     let mut last = Instant::now();
-    let mut failed = Vec::new();
-    let report = zaris_sim::campaign(seeds, from, jobs, |outcome, report| {
+    let mut failed: Vec<u64> = done
+        .iter()
+        .filter(|s| !s.violations.is_empty())
+        .map(|s| s.seed)
+        .collect();
+    // What the campaign resumed with is not this run's speed.
+    let before = done.len() as u64;
+    let simulated_before: f64 = done.iter().map(|s| s.simulated_seconds).sum();
+    let report = zaris_sim::campaign(seeds, from, jobs, done, |outcome, report| {
+        if let Ok(line) = serde_json::to_string(outcome) {
+            let _ = writeln!(runs, "{line}");
+        }
         if !outcome.violations.is_empty() {
             failed.push(outcome.seed);
             eprintln!(
@@ -148,35 +198,29 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
             );
         }
         let n = report.runs.len() as u64;
-        if n.is_multiple_of(CHECKPOINT) && n < seeds {
-            // A long campaign's figures so far survive its interruption.
-            let partial = out.join("report.partial.json");
-            if let Ok(text) = serde_json::to_string(report) {
-                let _ = std::fs::create_dir_all(&out).and_then(|()| std::fs::write(&partial, text));
-            }
-        }
         if last.elapsed() >= Duration::from_secs(1) || n == seeds {
             last = Instant::now();
             progress(
-                n,
+                (n, before),
                 seeds,
                 started.elapsed(),
-                report.simulated_seconds,
+                report.simulated_seconds - simulated_before,
                 failed.len(),
             );
         }
     });
     eprintln!();
-    std::fs::create_dir_all(&out)?;
     let path = out.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
+    let ran = seeds - report.resumed;
+    let simulated_now = report.simulated_seconds - simulated_before;
     eprintln!(
-        "==> {seeds} seeds, {} operations, {:.1} simulated hours in {:.0} s ({:.1} seeds/s, {:.0} simulated s per wall s); {} violations; {}",
+        "==> {seeds} seeds, {} operations, {:.1} simulated hours; {ran} seeds run in {:.0} s ({:.1} seeds/s, {:.0} simulated s per wall s); {} violations; {}",
         report.operations,
         report.simulated_seconds / 3600.0,
         report.wall_seconds,
-        seeds as f64 / report.wall_seconds,
-        report.simulated_seconds / report.wall_seconds,
+        ran as f64 / report.wall_seconds,
+        simulated_now / report.wall_seconds,
         report.violations.len(),
         path.display()
     );
@@ -202,7 +246,10 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
 /// `[#####     ] 1234/2000 seeds  8.5 seeds/s  320 simulated s per wall
 /// s  0 failed`: redrawn in place on a terminal, a line every 10 s in a
 /// log.
-fn progress(done: u64, of: u64, wall: Duration, simulated: f64, failed: usize) {
+/// `done` counts the seeds an interrupted campaign had run (`.1`), which
+/// `wall` and `simulated` leave out.
+fn progress(done: (u64, u64), of: u64, wall: Duration, simulated: f64, failed: usize) {
+    let (done, before) = done;
     use std::io::IsTerminal as _;
     const WIDTH: u64 = 30;
     let terminal = std::io::stderr().is_terminal();
@@ -218,7 +265,7 @@ fn progress(done: u64, of: u64, wall: Duration, simulated: f64, failed: usize) {
     );
     let line = format!(
         "    [{bar}] {done}/{of} seeds  {:.1} seeds/s  {:.0} simulated s per wall s  {failed} failed ",
-        done as f64 / secs,
+        (done - before) as f64 / secs,
         simulated / secs
     );
     if terminal {
