@@ -32,6 +32,7 @@ pub fn proof_of(kind: EventKind) -> &'static str {
         EventKind::Partition => "connections held by a partition",
         EventKind::CutOneWay => "replies held by a one-way cut",
         EventKind::Trickle => "bytes trickled",
+        EventKind::NodesReplaced => "nodes joined at a new address",
     }
 }
 

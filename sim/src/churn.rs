@@ -3,6 +3,7 @@
 //! changes of the model's state, each awaited in simulated time as long
 //! as the real step takes to take effect.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::time::Duration;
 
@@ -154,13 +155,7 @@ impl Churn for SimCluster {
         let mut m = self.model.borrow_mut();
         let node = &mut m.nodes[i];
         node.life = Life::Up;
-        node.data.clear();
-        node.scripts.clear();
-        node.migrating.clear();
-        node.importing.clear();
-        node.tracking.clear();
-        node.subscribers.clear();
-        node.unreachable_since = None;
+        node.wipe();
         m.reconfigure(|l| l.master_of[i] = Some(owner));
         m.nodes[i].view = m.truth.clone();
         m.full_sync(i, owner);
@@ -169,20 +164,57 @@ impl Churn for SimCluster {
     }
 
     async fn add_master(&mut self) -> io::Result<usize> {
+        // The harness's step waits until the new master sees the cluster
+        // whole: it has heard from every master.
         let mut m = self.model.borrow_mut();
-        let i = (0..m.nodes.len())
-            .find(|&i| m.nodes[i].life == Life::Off && !m.truth.member[i])
-            .ok_or_else(|| io::Error::other("no spare node"))?;
-        m.nodes[i].life = Life::Up;
-        m.nodes[i].data.clear();
-        m.reconfigure(|l| {
-            l.member[i] = true;
-            l.master_of[i] = None;
-            l.failed[i] = false;
-        });
-        m.learn(i);
+        let i = m.join_spare(None)?;
         m.count("masters added", 1);
         m.trace.note(now(), "join", i, "a new master, no slots");
+        Ok(i)
+    }
+
+    async fn add_replica(&mut self, master: usize) -> io::Result<usize> {
+        let i = {
+            let mut m = self.model.borrow_mut();
+            // It meets its master, and hears from the others by gossip.
+            let i = m.join_spare(Some(BTreeSet::from([master])))?;
+            m.reconfigure(|l| l.master_of[i] = Some(master));
+            // One new node in three finds its bus to another master
+            // blocked for 2 s (a firewall that lets only the old
+            // addresses through, until the operator mends it): it knows
+            // that master's slots only then.
+            let others: Vec<usize> = (0..m.nodes.len())
+                .filter(|&o| o != master && m.truth.is_master(o) && !m.truth.ranges(o).is_empty())
+                .collect();
+            if !others.is_empty() && m.below(3) == 0 {
+                let deaf = others[m.below(others.len() as u64) as usize];
+                m.nodes[i].deaf_to = Some((deaf, now() + Duration::from_secs(2)));
+                m.count("new nodes deaf to a master for 2 s", 1);
+                m.trace.note(
+                    now(),
+                    "bus-blocked",
+                    i,
+                    &format!("hears nothing from node {deaf} for 2 s"),
+                );
+            }
+            m.learn(i);
+            m.full_sync(i, master);
+            m.poke(i);
+            m.count("nodes joined at a new address", 1);
+            m.trace.note(
+                now(),
+                "join",
+                i,
+                &format!("a new node, replica of node {master}"),
+            );
+            i
+        };
+        // An operator's tool goes on once the replica is in sync
+        // (`master_link_status:up`), whatever the node has heard by then.
+        self.converge("the new replica is in sync", |m| {
+            m.nodes[i].syncing_until.is_none_or(|t| t <= now())
+        })
+        .await?;
         Ok(i)
     }
 
@@ -191,7 +223,10 @@ impl Churn for SimCluster {
         if !m.truth.ranges(i).is_empty() {
             return Err(io::Error::other(format!("node {i} still serves slots")));
         }
-        m.reconfigure(|l| l.member[i] = false);
+        m.reconfigure(|l| {
+            l.member[i] = false;
+            l.master_of[i] = None;
+        });
         m.nodes[i].life = Life::Off;
         let cut = m.cut_connections(i);
         m.count("connections cut by a node forgotten", cut);

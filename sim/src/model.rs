@@ -152,6 +152,16 @@ pub struct Node {
     pub scripts: BTreeSet<String>,
     /// Its view of the cluster.
     pub view: Rc<Layout>,
+    /// A node that joined lately knows the slots of these masters only
+    /// (the one it met; itself always): it hears from the others by
+    /// gossip rounds, and this is `None` once it has heard them all.
+    pub heard: Option<BTreeSet<usize>>,
+    /// How many times it joined the cluster as a new node.
+    pub joined: u32,
+    /// A master whose cluster bus it cannot reach until then (a firewall
+    /// that lets only the old addresses through): it hears nothing from
+    /// it meanwhile, so it does not know that master's slots.
+    pub deaf_to: Option<(usize, Duration)>,
     /// Slots it migrates away, and where to.
     pub migrating: BTreeMap<u16, usize>,
     /// Slots it imports, and from where.
@@ -181,6 +191,19 @@ pub struct Node {
 }
 
 impl Node {
+    /// A process started anew with no data: what it held in memory is
+    /// gone.
+    pub fn wipe(&mut self) {
+        self.data.clear();
+        self.scripts.clear();
+        self.migrating.clear();
+        self.importing.clear();
+        self.tracking.clear();
+        self.subscribers.clear();
+        self.unreachable_since = None;
+        self.syncing_until = None;
+    }
+
     /// Whether the cluster and its clients can reach it.
     #[must_use]
     pub fn reachable(&self) -> bool {
@@ -305,6 +328,9 @@ impl Model {
                 dirty: BTreeMap::new(),
                 scripts: BTreeSet::new(),
                 view: truth.clone(),
+                heard: None,
+                joined: u32::from(i < members),
+                deaf_to: None,
                 migrating: BTreeMap::new(),
                 importing: BTreeMap::new(),
                 offset: 0,
@@ -474,14 +500,31 @@ impl Model {
         self.truth = Rc::new(layout);
     }
 
-    /// Node `i` learns the truth now (as it does when it gossips, or when a
-    /// command of its own changed it).
+    /// The truth as node `i` can know it: whole, or, for a node that
+    /// joined lately, the slots of the masters it has heard from and its
+    /// own.
+    fn known_to(&self, i: usize) -> Rc<Layout> {
+        let Some(heard) = &self.nodes[i].heard else {
+            return self.truth.clone();
+        };
+        let mut layout = (*self.truth).clone();
+        layout.ranges = std::cell::OnceCell::new();
+        for owner in &mut layout.owner {
+            if owner.is_some_and(|o| o != i && !heard.contains(&o)) {
+                *owner = None;
+            }
+        }
+        Rc::new(layout)
+    }
+
+    /// Node `i` learns the truth now, as far as it can know it (as it does
+    /// when it gossips, or when a command of its own changed it).
     pub fn learn(&mut self, i: usize) {
         if Rc::ptr_eq(&self.nodes[i].view, &self.truth) {
             return;
         }
-        let old = std::mem::replace(&mut self.nodes[i].view, self.truth.clone());
-        let new = self.truth.clone();
+        let new = self.known_to(i);
+        let old = std::mem::replace(&mut self.nodes[i].view, new.clone());
         let was_master = old.is_master(i);
         // Shard channels of slots it no longer serves are unsubscribed, as
         // Redis does when a slot leaves a node.
@@ -520,6 +563,61 @@ impl Model {
             .importing
             .retain(|&s, _| new.owner[usize::from(s)] != Some(i));
         self.poke(i);
+    }
+
+    /// A node that joined lately hears, this gossip round, from each
+    /// master it has not heard from with even odds (a master's ping
+    /// reaches it once one of them has heard of the other by gossip), and
+    /// from then on knows its slots.
+    fn hear_some(&mut self, i: usize) {
+        if self.nodes[i].heard.is_none() {
+            return;
+        }
+        let truth = self.truth.clone();
+        let mut unheard: Vec<usize> = truth.owner.iter().flatten().copied().collect();
+        unheard.sort_unstable();
+        unheard.dedup();
+        let mut heard = self.nodes[i].heard.take().unwrap_or_default();
+        unheard.retain(|o| *o != i && !heard.contains(o));
+        let deaf = self.nodes[i].deaf_to.filter(|&(_, until)| now() < until);
+        let mut left = false;
+        for o in unheard {
+            if deaf.is_some_and(|(d, _)| d == o) {
+                left = true;
+            } else if self.below(2) == 0 {
+                heard.insert(o);
+            } else {
+                left = true;
+            }
+        }
+        self.nodes[i].heard = left.then_some(heard);
+    }
+
+    /// Starts a spare node as a new, empty node (one never started before
+    /// first, so its address is new to the cluster), a member with no
+    /// slots that knows the slots of the masters in `heard` (`None`: of
+    /// all); its index.
+    ///
+    /// # Errors
+    /// No spare is left.
+    pub fn join_spare(&mut self, heard: Option<BTreeSet<usize>>) -> std::io::Result<usize> {
+        let i = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].life == Life::Off && !self.truth.member[i])
+            .min_by_key(|&i| (self.nodes[i].joined, i))
+            .ok_or_else(|| std::io::Error::other("no spare node"))?;
+        let node = &mut self.nodes[i];
+        node.life = Life::Up;
+        node.joined += 1;
+        node.heard = heard;
+        node.deaf_to = None;
+        node.wipe();
+        self.reconfigure(|l| {
+            l.member[i] = true;
+            l.master_of[i] = None;
+            l.failed[i] = false;
+        });
+        self.learn(i);
+        Ok(i)
     }
 
     /// Replica `r` loads master `m`'s data whole: what it had is gone, its
@@ -623,6 +721,7 @@ impl Model {
             }
             if node.reachable() && at >= node.next_gossip {
                 node.next_gossip = at + GOSSIP_EVERY;
+                self.hear_some(i);
                 self.learn(i);
             }
         }

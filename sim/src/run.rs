@@ -102,7 +102,7 @@ pub fn run(setup: &Setup) -> Outcome {
     let seed = setup.seed;
     zaris_client::sim_seed(seed);
     let planted = zaris_client::sim_plant(setup.plant.as_deref());
-    let mut model = Model::new(3, true, 6, seed);
+    let mut model = Model::new(3, true, 13, seed);
     if setup.keep_trace {
         model.trace = Trace::keeping();
     }

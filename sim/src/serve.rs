@@ -220,7 +220,14 @@ async fn run(model: &Shared, id: u64, node: usize, changed: &Rc<Notify>, args: &
 /// Sends `reply` and traces the attempt.
 fn finish(model: &Shared, id: u64, node: usize, args: &[Vec<u8>], reply: &Reply) {
     let mut m = model.borrow_mut();
-    let brief = reply.brief();
+    let map = |a: &[u8]| a.eq_ignore_ascii_case(b"SHARDS") || a.eq_ignore_ascii_case(b"SLOTS");
+    let partial = m.nodes[node].heard.is_some() && args.get(1).is_some_and(|a| map(a));
+    let brief = if partial {
+        m.count("maps given from a partial view", 1);
+        "partial map".to_owned()
+    } else {
+        reply.brief()
+    };
     m.trace.attempt(now(), node, id, args, &brief);
     match brief.as_str() {
         "MOVED" => m.count("MOVED answered", 1),

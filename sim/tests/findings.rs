@@ -8,9 +8,12 @@ use zaris_sim::{run, Setup};
 /// the server lets it go with `-UNBLOCKED ... (master -> replica?)`, which
 /// the client handed to the caller as a server error. It now reads it as
 /// `ReplicaWriteRejected` (nothing done; refresh, retry at the owner).
+/// Found by seeds 14, 67 and 145 of the schedules of 14 event kinds; with
+/// the fifteenth (every node replaced, a failover a shard) seeds 1, 5 and
+/// 9 stage it.
 #[test]
 fn a_blocked_pop_let_go_by_a_demotion_blocks_again_on_the_new_master() {
-    for seed in [14, 67, 145] {
+    for seed in [1, 5, 9] {
         let outcome = run(&Setup::campaign(seed));
         let let_go = outcome
             .counts

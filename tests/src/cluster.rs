@@ -248,10 +248,16 @@ impl Cluster {
     }
 
     fn meet(&self, i: usize) -> io::Result<()> {
-        // Node 0 as the others see it: through its proxies, when proxied.
-        let (port, bus) = match &self.proxies[0] {
+        // A member (the first still running) as the others see it: through
+        // its proxies, when proxied.
+        let member = self
+            .running()
+            .into_iter()
+            .find(|&j| j != i)
+            .ok_or_else(|| io::Error::other("no running node to meet"))?;
+        let (port, bus) = match &self.proxies[member] {
             Some(p) => (p.client.port(), p.bus.port()),
-            None => (self.nodes[0].port(), self.nodes[0].port() + 10000),
+            None => (self.nodes[member].port(), self.nodes[member].port() + 10000),
         };
         let (port, bus) = (port.to_string(), bus.to_string());
         ok(
@@ -695,6 +701,26 @@ impl Cluster {
         self.meet(i)?;
         self.wait_all_known()?;
         // It takes slots only once it sees the cluster as whole.
+        self.wait_healthy()?;
+        Ok(i)
+    }
+
+    /// Starts a new, empty node, introduces it to the cluster and makes it
+    /// a replica of master `m`; waits until it is synced and the cluster
+    /// healthy.
+    ///
+    /// # Errors
+    /// It did not start, join or sync.
+    pub fn add_replica(&mut self, m: usize) -> io::Result<usize> {
+        let i = self.spawn_node()?;
+        self.meet(i)?;
+        self.wait_all_known()?;
+        wait_until("the new node replicates its master", || {
+            let reply =
+                self.conn(i)?
+                    .command(&[b"CLUSTER", b"REPLICATE", self.ids[m].as_bytes()])?;
+            Ok(reply == crate::simple("OK"))
+        })?;
         self.wait_healthy()?;
         Ok(i)
     }

@@ -4,7 +4,7 @@
 //! through the cache, while a scripted nemesis plays a manual failover, a
 //! forced takeover, a `kill -9`, a short and a long freeze, a partition, a
 //! one-way cut, a migration, a slot moved away and back within 250 ms,
-//! and dropped connections. The soak's checker holds every cached read to
+//! dropped connections, and every node replaced by one at a new address. The soak's checker holds every cached read to
 //! the bound (docs/behaviour.md §11): one that starts more than the lease
 //! after a write was acknowledged sees it or a later one. It also shows
 //! the bound is not vacuous: most reads hit, and some inside the lease
@@ -13,7 +13,7 @@
 use zaris_tests::servers_under_test;
 use zaris_tests::soak::{run, Config, EventKind};
 
-const SCRIPT: [EventKind; 10] = [
+const SCRIPT: [EventKind; 11] = [
     EventKind::ManualFailover,
     EventKind::ForcedTakeover,
     EventKind::KillMaster,
@@ -24,6 +24,7 @@ const SCRIPT: [EventKind; 10] = [
     EventKind::MigrateRange,
     EventKind::BackAndForth,
     EventKind::DropConnections,
+    EventKind::NodesReplaced,
 ];
 
 #[test]

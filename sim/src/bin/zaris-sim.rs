@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! zaris-sim campaign SEEDS FROM [--jobs N] [--out DIR] [--resume] [--record]
-//! zaris-sim trace SEED FILE
+//! zaris-sim trace SEED FILE [--plant NAME]
 //! ```
 //!
 //! A campaign prints its progress (seeds done, seeds per second, simulated
@@ -25,6 +25,14 @@ use anyhow::{bail, Context};
 use zaris_sim::{run, Outcome, Setup, Summary};
 
 fn main() -> anyhow::Result<()> {
+    // `RUST_LOG=zaris_client=debug just sim-trace ...` shows the client's
+    // own account of a run (its retries, refreshes and maps).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("campaign") => campaign(&args[1..]),
@@ -44,9 +52,18 @@ fn number(arg: Option<&String>, what: &str, default: u64) -> anyhow::Result<u64>
 /// One run's trace, written as JSON lines.
 fn trace(args: &[String]) -> anyhow::Result<()> {
     let seed = number(args.first(), "SEED", 0)?;
-    let file = PathBuf::from(args.get(1).context("usage: zaris-sim trace SEED FILE")?);
+    let file = PathBuf::from(
+        args.get(1)
+            .context("usage: zaris-sim trace SEED FILE [--plant NAME]")?,
+    );
+    let plant = match args.get(2).map(String::as_str) {
+        Some("--plant") => Some(args.get(3).context("--plant NAME")?.clone()),
+        Some(other) => bail!("unknown option {other:?}"),
+        None => None,
+    };
     let outcome = run(&Setup {
         keep_trace: true,
+        plant,
         ..Setup::campaign(seed)
     });
     let mut text = outcome.trace.join("\n");

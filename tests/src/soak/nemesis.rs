@@ -40,6 +40,9 @@ pub trait Churn {
     async fn restart(&mut self, i: usize, slot: u16) -> std::io::Result<()>;
     /// A new master with no slots; its index.
     async fn add_master(&mut self) -> std::io::Result<usize>;
+    /// A new node at a new address, joined to the cluster as a replica of
+    /// master `m` and synced with it (`master_link_status:up`); its index.
+    async fn add_replica(&mut self, m: usize) -> std::io::Result<usize>;
     /// Node `i` forgotten by the others and stopped.
     async fn forget_node(&mut self, i: usize) -> std::io::Result<()>;
     /// `slot` marked migrating on `from` and importing on `to`.
@@ -102,6 +105,9 @@ impl Churn for Cluster {
     }
     async fn add_master(&mut self) -> std::io::Result<usize> {
         Cluster::add_master(self)
+    }
+    async fn add_replica(&mut self, m: usize) -> std::io::Result<usize> {
+        Cluster::add_replica(self, m)
     }
     async fn forget_node(&mut self, i: usize) -> std::io::Result<()> {
         Cluster::forget_node(self, i)
@@ -171,11 +177,18 @@ pub enum EventKind {
     CutOneWay,
     /// A master's replies slowed to 2 KB/s for 2 s (proxy).
     Trickle,
+    /// Every node replaced by one at a new address, shard by shard, as a
+    /// managed service replaces a cluster's machines: two new nodes join
+    /// as replicas of the shard's master and sync, the old replica is
+    /// forgotten and stopped, the shard fails over to a new node, and the
+    /// old master is forgotten and stopped. No address the client was
+    /// given at the start serves any more.
+    NodesReplaced,
 }
 
 impl EventKind {
     /// Every kind, in the order draws index them.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 15] = [
         EventKind::ManualFailover,
         EventKind::ForcedTakeover,
         EventKind::MigrateRange,
@@ -190,6 +203,7 @@ impl EventKind {
         EventKind::Partition,
         EventKind::CutOneWay,
         EventKind::Trickle,
+        EventKind::NodesReplaced,
     ];
 
     /// Whether acknowledged plain (not `WAIT`ed) writes may be lost in its
@@ -215,8 +229,8 @@ impl EventKind {
     /// durable write to it cannot be acknowledged), or a slot bounced
     /// every 250 ms (it outruns the retry budget of docs/behaviour.md §3,
     /// three attempts 100 ms × n apart) may fail an operation. A manual
-    /// failover, a step-by-step migration, a short freeze or added latency
-    /// must not: the client hides them.
+    /// failover, a step-by-step migration, a short freeze, added latency
+    /// or every node replaced one by one must not: the client hides them.
     #[must_use]
     pub fn may_fail_operations(self) -> bool {
         !matches!(
@@ -225,9 +239,14 @@ impl EventKind {
                 | EventKind::MigrateRange
                 | EventKind::FreezeShort
                 | EventKind::Latency
+                | EventKind::NodesReplaced
         )
     }
 }
+
+/// How long a master replaced by a failover keeps serving redirects
+/// before it is stopped.
+const DRAIN: Duration = Duration::from_secs(1);
 
 /// How long a long freeze or a partition lasts past the failover it
 /// causes.
@@ -463,6 +482,30 @@ impl<C: Churn> Nemesis<C> {
                     migrate_step_by_step(c, s, added, master).await?;
                 }
                 self.cluster.forget_node(added).await?;
+            }
+            EventKind::NodesReplaced => {
+                let c = &mut self.cluster;
+                let mut masters = Vec::new();
+                for s in [0u16, 6000, 12000] {
+                    let m = c.owner_index(s).await?;
+                    if !masters.contains(&m) {
+                        masters.push(m);
+                    }
+                }
+                for old in masters {
+                    let old_replica = c.replica_of(old).await?;
+                    c.add_replica(old).await?;
+                    c.forget_node(old_replica).await?;
+                    let new = c.add_replica(old).await?;
+                    c.failover(new).await?;
+                    c.wait_steps_down(old).await?;
+                    // As a careful operator does, the old master goes
+                    // once its clients have moved (its `MOVED` answers
+                    // told them): a request cut off in flight could not
+                    // tell whether it was applied.
+                    sleep(DRAIN).await;
+                    c.forget_node(old).await?;
+                }
             }
             EventKind::BackAndForth => {
                 let to = self.other_master(master).await?;
