@@ -76,8 +76,38 @@ sim SEEDS="2000" FROM="1" *FLAGS:
 
 # One seed's whole trace (every attempt, redirect, refresh, fault, and the
 # checker's verdict) as JSON lines in FILE.
-sim-trace SEED FILE:
-    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- trace {{SEED}} {{FILE}}
+sim-trace SEED FILE *FLAGS:
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- trace {{SEED}} {{FILE}} {{FLAGS}}
+
+# A seed's trace where the playground finds it: then open the playground
+# with ?seed=SEED (and &plant=PLANT when one is given).
+replay SEED PLANT="":
+    just sim-trace {{SEED}} web/traces/seed-{{SEED}}{{ if PLANT == "" { "" } else { "-" + PLANT } }}.jsonl {{ if PLANT == "" { "" } else { "--plant " + PLANT } }}
+    @echo "==> ./run play, then open http://127.0.0.1:8080/?seed={{SEED}}{{ if PLANT == "" { "" } else { "&plant=" + PLANT } }}"
+
+# The traces the playground carries (web/traces/*.jsonl.gz, listed in
+# index.json with why each is worth a look), written again by this build.
+replay-traces:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    commit=$(git rev-parse --short HEAD)
+    shipped=(
+      "239||every node replaced at new addresses; a two-key request meets ASK, then TRYAGAIN, then MOVED: out of attempts by the rules, excused"
+      "1||a BLPOP let go by a manual failover (-UNBLOCKED) blocks again on the new master"
+      "5|map-from-fewer-slots|a planted bug: the client takes the map of a node that has not heard of every master, and the checker catches it"
+    )
+    entries=()
+    for s in "${shipped[@]}"; do
+      IFS='|' read -r seed plant why <<<"$s"
+      name="seed-$seed${plant:+-$plant}.jsonl"
+      just sim-trace "$seed" "target/sim/$name" ${plant:+--plant "$plant"}
+      gzip -9n -c "target/sim/$name" > "web/traces/$name.gz"
+      entries+=("$(node -e 'const [seed, plant, why, commit] = process.argv.slice(1);
+        console.log(JSON.stringify({ seed: Number(seed), ...(plant ? { plant } : {}), why, commit }))' \
+        "$seed" "$plant" "$why" "$commit")")
+    done
+    (IFS=,; echo "[${entries[*]}]") | node -e 'console.log(JSON.stringify(JSON.parse(require("fs").readFileSync(0, "utf8")), null, 2))' > web/traces/index.json
+    echo "==> web/traces/: ${#shipped[@]} traces at $commit"
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).

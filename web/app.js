@@ -462,6 +462,22 @@ async function churnPlayer() {
   return player;
 }
 
+/** The seed replay, loaded as the churn player is (and at once when the
+ * address names a seed). */
+let replay = null;
+async function seedReplay() {
+  if (!replay) {
+    const { Replay } = await import('./replay.js');
+    if (!replay) {
+      replay = new Replay();
+      replay.wire();
+      await replay.fromUrl();
+      $('replay-player').dataset.ready = 'true';
+    }
+  }
+  return replay;
+}
+
 /** The whole view from the URL: on load, and when a link changes only
  * after `#` in an open tab. */
 async function fromUrl() {
@@ -514,6 +530,15 @@ new IntersectionObserver((seen, observer) => {
     churnPlayer();
   }
 }, { rootMargin: '400px' }).observe($('played-h').closest('section'));
+new IntersectionObserver((seen, observer) => {
+  if (seen.some((e) => e.isIntersecting)) {
+    observer.disconnect();
+    seedReplay();
+  }
+}, { rootMargin: '400px' }).observe($('replay'));
+if (new URLSearchParams(location.search).has('seed')) {
+  seedReplay().then(() => $('replay').scrollIntoView());
+}
 useDemoMap();
 simulate();
 await fromUrl();

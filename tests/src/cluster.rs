@@ -550,7 +550,12 @@ impl Cluster {
             self.conn(replica)?.command(&[b"CLUSTER", b"FAILOVER"])?,
             "CLUSTER FAILOVER",
         )?;
-        wait_until("the replica is master", || self.is_master(replica))?;
+        wait_until("the replica is master", || self.is_master(replica)).map_err(|e| {
+            io::Error::other(format!(
+                "{e}; the replica's log ends: {}",
+                self.nodes[replica].log_tail(12)
+            ))
+        })?;
         self.wait_healthy()
     }
 
@@ -722,6 +727,23 @@ impl Cluster {
             Ok(reply == crate::simple("OK"))
         })?;
         self.wait_healthy()?;
+        // A manual failover asks the master, which must know the node as
+        // its replica by then (gossip tells it a little after the sync).
+        wait_until("every node knows the new node as a replica", || {
+            for j in self.running() {
+                let nodes = text(&self.conn(j)?.command(&[b"CLUSTER", b"NODES"])?);
+                let known = nodes.lines().any(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    f.first() == Some(&self.ids[i].as_str())
+                        && f.get(2).is_some_and(|flags| flags.contains("slave"))
+                        && f.get(3) == Some(&self.ids[m].as_str())
+                });
+                if !known {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
         Ok(i)
     }
 

@@ -362,7 +362,7 @@ impl RedisNode {
             if let Some(status) = self.child.try_wait()? {
                 return Err(io::Error::other(format!(
                     "server exited with {status} before answering; log: {}",
-                    self.log_tail()
+                    self.log_tail(5)
                 )));
             }
             if let Ok(mut conn) = self.connect() {
@@ -422,9 +422,11 @@ impl RedisNode {
         self.dir.path().join("server.log")
     }
 
-    fn log_tail(&self) -> String {
+    /// The last `n` lines of its log, joined with ` | `.
+    #[must_use]
+    pub fn log_tail(&self, n: usize) -> String {
         let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().rev().take(5).collect();
+        let lines: Vec<&str> = log.lines().rev().take(n).collect();
         lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
     }
 }
