@@ -24,9 +24,9 @@ default:
 test: lint
     @echo "==> workspace tests (unit, property, doc)"
     ZARIS_EXPECT_CLMUL=1 cargo test --workspace --exclude zaris-tests
-    just test-servers
+    BESIDE="just lint-sim sim-tests" just test-servers
     cargo test -q -p zaris-client --features metrics --test metrics
-    just test-sim
+    just sim-campaign
     just test-engines
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
@@ -57,10 +57,23 @@ test-servers:
 # scheduler seeded by turmoil (`tokio_unstable`), in a target of its own.
 sim_env := "RUSTFLAGS='--cfg tokio_unstable' CARGO_TARGET_DIR=target/sim"
 
-# The simulation's tests, then a campaign of 2,000 seeds.
-test-sim:
+# The simulation's lint and tests, then a campaign of 2,000 seeds (`just
+# test` runs the first two beside the real-server tests).
+test-sim: lint-sim sim-tests sim-campaign
+
+# The simulation's formatting and lints, in the main target with the main
+# build's flags: only the crates the simulation adds are checked again.
+lint-sim:
+    cargo fmt --manifest-path sim/Cargo.toml -- --check
+    CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
+
+# The simulation's tests: determinism, effects, plants, findings, conformance.
+sim-tests:
     @echo "==> the client in a deterministic simulation (sim/): tests"
     {{sim_env}} cargo test --release --manifest-path sim/Cargo.toml
+
+# CI's campaign: 2,000 seeds, not recorded.
+sim-campaign:
     @echo "==> the simulation: 2,000 seeds"
     {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign 2000 1
 
@@ -152,10 +165,6 @@ lint:
     cargo clippy -p zaris-core --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
     cargo fmt --manifest-path python/Cargo.toml -- --check
     cargo clippy --manifest-path python/Cargo.toml -- -D warnings
-    cargo fmt --manifest-path sim/Cargo.toml -- --check
-    # In the main target, with the main build's flags: only the crates the
-    # simulation adds are checked again.
-    CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
     cargo fmt --manifest-path baremetal/Cargo.toml -- --check
     cd baremetal && cargo clippy --release -- -D warnings
     @echo "==> rustdoc, warnings denied"
