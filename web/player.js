@@ -4,6 +4,7 @@
 // who owns each slot at each moment, the event's milestones); this file
 // only reads the fields, draws, and moves a cursor through time.
 import { drawBand } from './slots.js';
+import { Playback } from './playback.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -120,14 +121,14 @@ function summary({ model, requests, run }) {
 }
 
 /** The playback: runs, cursor, timer. */
-export class Player {
+export class Player extends Playback {
   constructor(zaris) {
+    super('play-toggle');
     this.zaris = zaris;
     this.runs = null;
-    this.t = 0;
-    this.timer = null;
-    this.stops = [];
   }
+
+  duration() { return this.runs ? this.runs[0].run.duration_ms : null; }
 
   /** The scenario as the fields hold it. */
   scenario() {
@@ -319,11 +320,7 @@ export class Player {
     if (!this.runs) return;
     const run = this.runs[0].run;
     this.t = Math.max(0, Math.min(run.duration_ms, Math.round(ms)));
-    const at = this.x(this.t);
-    this.cursor.setAttribute('x1', at);
-    this.cursor.setAttribute('x2', at);
-    $('play-time').value = this.t;
-    $('play-clock').textContent = seconds(this.t);
+    this.showTime('play-time', 'play-clock');
     this.drawMap();
     this.log();
     if (!this.timer) this.remember();
@@ -419,56 +416,15 @@ export class Player {
     if (Number.isFinite(t)) this.t = t;
   }
 
-  play() {
-    if (!this.runs || this.timer) return;
-    const end = this.runs[0].run.duration_ms;
-    if (this.t >= end) this.t = 0;
-    let last = performance.now();
-    const tick = (now) => {
-      this.seek(this.t + (now - last));
-      last = now;
-      if (this.t >= end) this.pause();
-      else this.timer = requestAnimationFrame(tick);
-    };
-    this.timer = requestAnimationFrame(tick);
-    $('play-toggle').textContent = '❚❚ Pause';
-    $('play-toggle').setAttribute('aria-pressed', 'true');
-  }
-
-  pause() {
-    if (this.timer) cancelAnimationFrame(this.timer);
-    this.timer = null;
-    $('play-toggle').textContent = '▶ Play';
-    $('play-toggle').setAttribute('aria-pressed', 'false');
-    this.remember();
-  }
-
-  toggle() {
-    if (this.timer) this.pause(); else this.play();
-  }
-
   /** To the next (or, `back`, the previous) event. */
   step(back = false) {
-    this.pause();
-    const next = back ? [...this.stops].reverse().find((s) => s < this.t) : this.stops.find((s) => s > this.t);
-    this.seek(next ?? (back ? 0 : this.runs[0].run.duration_ms));
+    this.stepTo(back);
     // What happened there, said.
     const { run } = this.runs[0];
     const i = run.entries.findIndex(([atUs, , mark]) => Math.round(atUs / 1000) === this.t && run.marks[mark] !== 'served');
     const milestone = run.milestones.find(([atUs]) => Math.round(atUs / 1000) === this.t);
     if (milestone) $('played-detail').textContent = `${seconds(this.t)}: ${milestone[1]}`;
     else if (i >= 0) this.explain({ dataset: { i } });
-  }
-
-  key(e) {
-    const keys = {
-      ' ': () => this.toggle(), ArrowRight: () => this.step(), ArrowLeft: () => this.step(true),
-      Home: () => { this.pause(); this.seek(0); }, End: () => { this.pause(); this.seek(Infinity); },
-    };
-    if (keys[e.key]) {
-      e.preventDefault();
-      keys[e.key]();
-    }
   }
 
   /** Wires the controls. */

@@ -10,6 +10,7 @@
 // real client, which needs tokio's network and rustls (neither builds for
 // wasm32-unknown-unknown), on turmoil, which needs threads.
 import { MARK_COLOURS } from './player.js';
+import { Playback } from './playback.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const $ = (id) => document.getElementById(id);
@@ -120,14 +121,17 @@ async function gunzip(response) {
 }
 
 /** The playback of one trace. */
-export class Replay {
+export class Replay extends Playback {
   constructor() {
+    super('replay-toggle');
     this.trace = null;
-    this.t = 0;
-    this.timer = null;
     this.zoom = 0;
     this.window = [0, 0];
   }
+
+  duration() { return this.trace ? this.trace.durationMs : null; }
+
+  speed() { return Number($('replay-speed').value) || 1; }
 
   /** Loads `seed`'s trace from web/traces/ (plain, or gzipped as the page
    * ships it); says why not when it cannot. */
@@ -382,11 +386,7 @@ export class Replay {
       this.window = this.windowAround(this.t);
       this.draw();
     }
-    const at = this.x(this.t);
-    this.cursor.setAttribute('x1', at);
-    this.cursor.setAttribute('x2', at);
-    $('replay-time').value = this.t;
-    $('replay-clock').textContent = seconds(this.t);
+    this.showTime('replay-time', 'replay-clock');
     this.log();
     if (!this.timer) this.remember();
   }
@@ -435,48 +435,11 @@ export class Replay {
     history.replaceState(null, '', url);
   }
 
-  play() {
-    if (!this.trace || this.timer) return;
-    const end = this.trace.durationMs;
-    if (this.t >= end) this.t = 0;
-    let last = performance.now();
-    const tick = (now) => {
-      const speed = Number($('replay-speed').value) || 1;
-      this.seek(this.t + (now - last) * speed);
-      last = now;
-      if (this.t >= end) this.pause();
-      else this.timer = requestAnimationFrame(tick);
-    };
-    this.timer = requestAnimationFrame(tick);
-    $('replay-toggle').textContent = '❚❚ Pause';
-    $('replay-toggle').setAttribute('aria-pressed', 'true');
-  }
-
-  pause() {
-    if (this.timer) cancelAnimationFrame(this.timer);
-    this.timer = null;
-    $('replay-toggle').textContent = '▶ Play';
-    $('replay-toggle').setAttribute('aria-pressed', 'false');
-    this.remember();
-  }
-
-  toggle() { if (this.timer) this.pause(); else this.play(); }
-
   /** To the next (or, `back`, the previous) thing that happened. */
   step(back = false) {
-    this.pause();
-    const next = back ? [...this.stops].reverse().find((s) => s < this.t) : this.stops.find((s) => s > this.t);
-    this.seek(next ?? (back ? 0 : this.trace.durationMs));
+    this.stepTo(back);
     const last = $('replay-log').lastElementChild;
     if (last) this.detail(last.textContent);
-  }
-
-  key(e) {
-    const keys = {
-      ' ': () => this.toggle(), ArrowRight: () => this.step(), ArrowLeft: () => this.step(true),
-      Home: () => { this.pause(); this.seek(0); }, End: () => { this.pause(); this.seek(Infinity); },
-    };
-    if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
   }
 
   /** The seeds the page carries, for the picker. */
