@@ -480,7 +480,8 @@ export class Replay extends Playback {
     }).observe($('replay-lanes'));
     $('replay-legend').innerHTML = Object.entries(REPLY_MARKS)
       .map(([name, [colour, meaning]]) => `<span><i style="background:${colour}"></i>${meaning}</span>`).join('')
-      + '<span><i class="answers"></i>an answer</span><span><b class="note-key">◆</b> a fault or reconfiguration of the node</span>'
+      + '<span><i class="answers"></i>an answer</span><span><b class="note-key">◆</b> a fault or reconfiguration of the node '
+      + '(<b class="note-up">◆</b> joins, restarts or takes over; <b class="note-down">◆</b> killed, forgotten or failed)</span>'
       + '<span><i class="excused"></i>an operation failed, excused</span><span><i class="violation"></i>a violation</span>';
   }
 
