@@ -47,6 +47,10 @@ pub struct Report {
     pub operations: u64,
     /// Simulated seconds, all seeds.
     pub simulated_seconds: f64,
+    /// The same in microseconds, summed exactly: in whatever order seeds
+    /// come, their sum is the same.
+    #[serde(skip)]
+    simulated_us: u64,
     /// Wall seconds the campaign took, and on how many threads.
     pub wall_seconds: f64,
     /// See `wall_seconds`.
@@ -136,7 +140,8 @@ impl Report {
     /// Adds one seed's summary.
     pub fn add(&mut self, seed: &Summary) {
         self.operations += seed.operations;
-        self.simulated_seconds += seed.simulated_seconds;
+        self.simulated_us += (seed.simulated_seconds * 1e6).round() as u64;
+        self.simulated_seconds = self.simulated_us as f64 / 1e6;
         for (kind, effects) in &seed.took {
             *self.events_drawn.entry(*kind).or_default() += 1;
             if effects.get(proof_of(*kind)).is_some_and(|&n| n > 0) {

@@ -84,4 +84,14 @@ fn a_campaign_taken_up_again_sums_to_the_campaign_run_at_once() {
     };
     assert_eq!(json(&resumed), json(&whole));
     assert_eq!(whole.runs.len(), 12);
+    // Whatever order the seeds come in, they sum to the same figures.
+    let backwards: Vec<Summary> = kept
+        .iter()
+        .rev()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        json(&campaign(12, 500, 2, backwards, |_, _| {})),
+        json(&whole)
+    );
 }
