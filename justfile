@@ -24,9 +24,9 @@ default:
 test: lint
     @echo "==> workspace tests (unit, property, doc)"
     ZARIS_EXPECT_CLMUL=1 cargo test --workspace --exclude zaris-tests
-    BESIDE="just lint-sim sim-tests" just test-servers
+    just test-servers
     cargo test -q -p zaris-client --features metrics --test metrics
-    just sim-campaign
+    just test-sim
     just test-engines
     @echo "==> zaris-core without std: portable CRC paths only"
     cargo test -p zaris-core --no-default-features
@@ -57,8 +57,7 @@ test-servers:
 # scheduler seeded by turmoil (`tokio_unstable`), in a target of its own.
 sim_env := "RUSTFLAGS='--cfg tokio_unstable' CARGO_TARGET_DIR=target/sim"
 
-# The simulation's lint and tests, then a campaign of 2,000 seeds (`just
-# test` runs the first two beside the real-server tests).
+# The simulation's lint and tests, then a campaign of 2,000 seeds.
 test-sim: lint-sim sim-tests sim-campaign
 
 # The simulation's formatting and lints, in the main target with the main

@@ -5,11 +5,7 @@
 # not computing. The ones named in SOLO (the soak and the cache's churn
 # soak, which load the machine and check deadlines) run afterwards, one
 # at a time. Each binary's output goes to target/test-lanes/NAME.log; a
-# failure prints the end of its log, and the run fails. A command in
-# BESIDE (work that computes: the simulation's build and tests) runs
-# beside the lanes at the lowest priority (nice 19: the lanes' servers and
-# their timing take the CPU first; at nice 5 a slot bounce that must take
-# under 500 ms took 1.1 s), and must have passed before the soaks start.
+# failure prints the end of its log, and the run fails.
 set -euo pipefail
 bins=()
 for bin in "$@"; do bins+=("$(realpath "$bin")"); done
@@ -39,22 +35,7 @@ for bin in "${bins[@]}"; do
     name=$(basename "$bin" | sed 's/-[0-9a-f]*$//')
     if [[ "$SOLO" == *" $name "* ]]; then solo+=("$bin"); else lanes+=("$bin"); fi
 done
-beside=
-if [ -n "${BESIDE:-}" ]; then
-    echo "==> beside the lanes: $BESIDE (its output in $logs/beside.log)"
-    nice -n 19 bash -c "$BESIDE" >"$logs/beside.log" 2>&1 &
-    beside=$!
-fi
 echo "==> ${#lanes[@]} real-server test binaries, two at a time"
 printf '%s\n' "${lanes[@]}" | xargs -P 2 -I{} bash -c 'run_one "$@"' _ {}
-if [ -n "$beside" ]; then
-    started=$SECONDS
-    if ! wait "$beside"; then
-        echo "    $BESIDE FAILED; the end of $logs/beside.log:" >&2
-        tail -n 60 "$logs/beside.log" >&2
-        exit 1
-    fi
-    echo "    $BESIDE: ok (waited $((SECONDS - started)) s for it after the lanes); $(grep -c '^test .* ok$' "$logs/beside.log") tests passed"
-fi
 echo "==> ${#solo[@]} soaks, one at a time"
 for bin in "${solo[@]}"; do run_one "$bin"; done
