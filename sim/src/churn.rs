@@ -183,8 +183,10 @@ impl Churn for SimCluster {
             // blocked for 2 s (a firewall that lets only the old
             // addresses through, until the operator mends it): it knows
             // that master's slots only then.
-            let others: Vec<usize> = (0..m.nodes.len())
-                .filter(|&o| o != master && m.truth.is_master(o) && !m.truth.ranges(o).is_empty())
+            let others: Vec<usize> = m
+                .truth
+                .owners()
+                .filter(|&o| o != master && m.truth.is_master(o))
                 .collect();
             if !others.is_empty() && m.below(3) == 0 {
                 let deaf = others[m.below(others.len() as u64) as usize];

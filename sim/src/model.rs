@@ -95,6 +95,11 @@ impl Layout {
         (0..self.member.len()).filter(move |&r| self.member[r] && self.master_of[r] == Some(m))
     }
 
+    /// The nodes that serve at least one slot, in order.
+    pub fn owners(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.member.len()).filter(|&o| !self.ranges(o).is_empty())
+    }
+
     /// The slot ranges `m` serves.
     #[must_use]
     pub fn ranges(&self, m: usize) -> &[(u16, u16)] {
@@ -573,12 +578,12 @@ impl Model {
         if self.nodes[i].heard.is_none() {
             return;
         }
-        let truth = self.truth.clone();
-        let mut unheard: Vec<usize> = truth.owner.iter().flatten().copied().collect();
-        unheard.sort_unstable();
-        unheard.dedup();
         let mut heard = self.nodes[i].heard.take().unwrap_or_default();
-        unheard.retain(|o| *o != i && !heard.contains(o));
+        let unheard: Vec<usize> = self
+            .truth
+            .owners()
+            .filter(|o| *o != i && !heard.contains(o))
+            .collect();
         let deaf = self.nodes[i].deaf_to.filter(|&(_, until)| now() < until);
         let mut left = false;
         for o in unheard {

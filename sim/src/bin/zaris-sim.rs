@@ -151,14 +151,13 @@ fn kept_runs(out: &std::path::Path, resume: bool) -> anyhow::Result<(Vec<Summary
             }
         }
     }
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .truncate(false)
         .open(&path)
         .with_context(|| format!("{}", path.display()))?;
     file.set_len(good as u64)?;
-    let mut file = file;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
     Ok((done, file))
 }
