@@ -424,15 +424,23 @@ impl<C: Churn> Nemesis<C> {
         self.events.push(event);
     }
 
-    /// Another master than `not`, drawn.
-    async fn other_master(&mut self, not: usize) -> std::io::Result<usize> {
+    /// The masters of slots 0, 6000 and 12000 (one a shard, as the
+    /// cluster starts), each once.
+    async fn masters(&self) -> std::io::Result<Vec<usize>> {
         let mut masters = Vec::new();
         for s in [0u16, 6000, 12000] {
             let m = self.cluster.owner_index(s).await?;
-            if m != not && !masters.contains(&m) {
+            if !masters.contains(&m) {
                 masters.push(m);
             }
         }
+        Ok(masters)
+    }
+
+    /// Another master than `not`, drawn.
+    async fn other_master(&mut self, not: usize) -> std::io::Result<usize> {
+        let mut masters = self.masters().await?;
+        masters.retain(|&m| m != not);
         if masters.is_empty() {
             return Err(std::io::Error::other("no other master"));
         }
@@ -484,14 +492,8 @@ impl<C: Churn> Nemesis<C> {
                 self.cluster.forget_node(added).await?;
             }
             EventKind::NodesReplaced => {
+                let masters = self.masters().await?;
                 let c = &mut self.cluster;
-                let mut masters = Vec::new();
-                for s in [0u16, 6000, 12000] {
-                    let m = c.owner_index(s).await?;
-                    if !masters.contains(&m) {
-                        masters.push(m);
-                    }
-                }
                 for old in masters {
                     let old_replica = c.replica_of(old).await?;
                     c.add_replica(old).await?;
