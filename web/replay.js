@@ -75,9 +75,13 @@ export function readTrace(text) {
     if (!j || typeof j !== 'object') { out.unreadable++; continue; }
     const ms = Number(j.t) / 1000;
     switch (j.kind) {
-      case 'attempt':
-        out.attempts.push({ ms, node: j.node | 0, conn: j.conn, cmd: String(j.cmd), arg: String(j.arg ?? ''), reply: String(j.reply) });
+      case 'attempt': {
+        const a = { ms, node: j.node | 0, conn: j.conn, cmd: String(j.cmd), arg: String(j.arg ?? ''), reply: String(j.reply) };
+        // Read once here: drawing, stepping and the log at every frame use it.
+        a.mark = markOf(a);
+        out.attempts.push(a);
         break;
+      }
       case 'op': {
         const [kind, key, value, invoked, completed, outcome = ''] = String(j.line).split('\t');
         out.ops.push({ kind, key, value, invoked: Number(invoked), completed: Number(completed), outcome, line: j.line });
@@ -202,7 +206,7 @@ export class Replay extends Playback {
     for (const o of trace.failed) stops.add(Math.round(o.completed));
     let last = -Infinity;
     for (const a of trace.attempts) {
-      const mark = markOf(a);
+      const { mark } = a;
       if (mark && mark !== 'refresh' && a.ms - last > 50) stops.add(Math.round(a.ms));
       if (mark && mark !== 'refresh') last = a.ms;
     }
@@ -304,7 +308,7 @@ export class Replay extends Playback {
       if (!inView(a.ms)) return;
       const r = row.get(a.node);
       if (r === undefined) return;
-      const mark = markOf(a);
+      const { mark } = a;
       if (!mark) {
         const px = Math.round(x(a.ms));
         const set = faint.get(r) ?? new Set();
@@ -355,7 +359,7 @@ export class Replay extends Playback {
     if (!trace) return;
     if (d.i !== undefined) {
       const a = trace.attempts[Number(d.i)];
-      const mark = markOf(a);
+      const { mark } = a;
       this.detail(`${seconds(a.ms)}, node ${a.node} (connection ${a.conn}): ${a.cmd} ${a.arg.slice(0, 60)} → ${a.reply}`
         + (mark ? `: ${REPLY_MARKS[mark][1]}` : ''));
     } else if (d.n !== undefined) {
@@ -403,7 +407,7 @@ export class Replay extends Playback {
     let shown = 0;
     for (const a of trace.attempts) {
       if (a.ms > t) break;
-      const mark = markOf(a);
+      const { mark } = a;
       if (!mark || mark === 'refresh') continue;
       counts[mark] = (counts[mark] ?? 0) + 1;
       items.push([a.ms, `node ${a.node}: ${a.cmd} ${a.arg.slice(0, 40)} → ${a.reply}`, mark]);
@@ -411,7 +415,7 @@ export class Replay extends Playback {
     }
     for (const o of trace.failed) if (o.completed <= t) items.push([o.completed, `${o.violation ? 'VIOLATION' : 'failed, excused'}: ${o.kind} ${o.key}: ${o.outcome.replace(/^err:/, '')}`, o.violation ? 'violation' : 'excused']);
     items.sort((a, b) => a[0] - b[0]);
-    const refreshes = trace.attempts.filter((a) => a.ms <= t && markOf(a) === 'refresh').length;
+    const refreshes = trace.attempts.filter((a) => a.ms <= t && a.mark === 'refresh').length;
     const words = { error: 'other error replies', 'partial map': 'partial maps' };
     const tally = Object.entries(counts).map(([m, n]) => `${n} ${words[m] ?? m}`).join(', ');
     const failed = trace.failed.filter((o) => o.completed <= t).length;
