@@ -104,9 +104,9 @@ replay-traces:
     set -euo pipefail
     commit=$(git rev-parse --short HEAD)
     shipped=(
-      "239||every node replaced at new addresses; a two-key request meets ASK, then TRYAGAIN, then MOVED: out of attempts by the rules, excused"
+      "239||every node replaced at new addresses; a new node cannot hear one master for 11.8 s and answers with a partial map, and the client takes the complete one"
       "1||a BLPOP let go by a manual failover (-UNBLOCKED) blocks again on the new master"
-      "5|map-from-fewer-slots|a planted bug: the client takes the map of a node that has not heard of every master, and the checker catches it"
+      "16|map-from-fewer-slots|a planted bug: the client takes the map of a node that has not heard of every master, and the checker catches it"
     )
     entries=()
     for s in "${shipped[@]}"; do

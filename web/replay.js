@@ -239,6 +239,12 @@ export class Replay extends Playback {
         li.textContent = v.replaceAll('\t', ' ');
         list.append(li);
       }
+      if (violations.length > 5) {
+        const li = document.createElement('li');
+        li.className = 'more';
+        li.textContent = `and ${violations.length - 5} more: each is a red bar beneath the lanes.`;
+        list.append(li);
+      }
       box.append(list);
     }
   }

@@ -180,9 +180,11 @@ impl Churn for SimCluster {
             let i = m.join_spare(Some(BTreeSet::from([master])))?;
             m.reconfigure(|l| l.master_of[i] = Some(master));
             // One new node in three finds its bus to another master
-            // blocked for 2 s (a firewall that lets only the old
+            // blocked for 1 to 15 s (a firewall that lets only the old
             // addresses through, until the operator mends it): it knows
-            // that master's slots only then.
+            // that master's slots only then, or once another node takes
+            // them over. Longer than a request's 10 s, a partial view is
+            // one a client must not route by.
             let others: Vec<usize> = m
                 .truth
                 .owners()
@@ -190,13 +192,17 @@ impl Churn for SimCluster {
                 .collect();
             if !others.is_empty() && m.below(3) == 0 {
                 let deaf = others[m.below(others.len() as u64) as usize];
-                m.nodes[i].deaf_to = Some((deaf, now() + Duration::from_secs(2)));
-                m.count("new nodes deaf to a master for 2 s", 1);
+                let ms = 1_000 + m.below(14_001);
+                m.nodes[i].deaf_to = Some((deaf, now() + Duration::from_millis(ms)));
+                m.count("new nodes deaf to a master for a while", 1);
                 m.trace.note(
                     now(),
                     "bus-blocked",
                     i,
-                    &format!("hears nothing from node {deaf} for 2 s"),
+                    &format!(
+                        "hears nothing from node {deaf} for {:.1} s",
+                        ms as f64 / 1e3
+                    ),
                 );
             }
             m.learn(i);

@@ -68,14 +68,18 @@ async fn listen(model: Shared, i: usize) {
                     tokio::task::spawn_local(read(model.clone(), id, reader));
                     tokio::task::spawn_local(write(model.clone(), id, writer));
                 }
-                () = until(&changed, || !up()) => break,
+                // Any change wakes this; only a stop closes the port. A
+                // listener dropped and bound again would refuse whatever
+                // was waiting in its accept queue, which no server does.
+                () = until(&changed, || !up()) => if !up() { break },
             }
         }
     }
 }
 
 /// Waits for `notify` unless `ready` holds now (checked with the waiter
-/// registered, so no wake-up is lost).
+/// registered, so no wake-up is lost). Any notification ends the wait,
+/// whether or not `ready` holds then: callers look again at what changed.
 async fn until(notify: &Notify, mut ready: impl FnMut() -> bool) {
     let mut notified = pin!(notify.notified());
     notified.as_mut().enable();
