@@ -697,14 +697,21 @@ impl Cluster {
         Ok(text(&self.conn(i)?.command(&[b"CLUSTER", b"INFO"])?).contains("cluster_state:fail"))
     }
 
+    /// Starts a new, empty node and introduces it to the cluster: once
+    /// every node knows it, it is a master with no slot.
+    fn join(&mut self) -> io::Result<usize> {
+        let i = self.spawn_node()?;
+        self.meet(i)?;
+        self.wait_all_known()?;
+        Ok(i)
+    }
+
     /// Starts a new, empty master and introduces it to the cluster.
     ///
     /// # Errors
     /// It did not start or join.
     pub fn add_master(&mut self) -> io::Result<usize> {
-        let i = self.spawn_node()?;
-        self.meet(i)?;
-        self.wait_all_known()?;
+        let i = self.join()?;
         // It takes slots only once it sees the cluster as whole.
         self.wait_healthy()?;
         Ok(i)
@@ -717,9 +724,7 @@ impl Cluster {
     /// # Errors
     /// It did not start, join or sync.
     pub fn add_replica(&mut self, m: usize) -> io::Result<usize> {
-        let i = self.spawn_node()?;
-        self.meet(i)?;
-        self.wait_all_known()?;
+        let i = self.join()?;
         wait_until("the new node replicates its master", || {
             let reply =
                 self.conn(i)?
