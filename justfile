@@ -76,19 +76,18 @@ sim-campaign:
     @echo "==> the simulation: 2,000 seeds"
     {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign 2000 1
 
-# A campaign: SEEDS seeded runs from FROM, on every core, each a minute of
-# the soak's workload and nemesis against the model cluster, judged by the
-# soak's checker. Prints the command that replays each failing seed;
-# writes target/sim/report.json and records the campaign in
-# bench/sim/history.jsonl for the dashboard's Reliability page. A long
-# campaign survives being stopped (`just sim-long`, below).
+# Seeded runs on every core, each a minute of the soak's workload and
+# nemesis against the model cluster, judged by the soak's checker. Prints
+# the command that replays each failing seed, writes target/sim/report.json
+# and records the campaign in bench/sim/history.jsonl (the Reliability
+# page). A campaign: SEEDS seeds from FROM, judged and recorded.
 sim SEEDS="2000" FROM="1" *FLAGS:
     {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
 
-# A long campaign, in the `campaign` profile (linked whole: 9% fewer
-# instructions a seed, the same traces), in target/sim/campaign/. Its
-# summaries go to DIR/runs.jsonl; the same command with `--resume` takes it
-# up where it stopped: `just sim-long 200000 1 --out DIR [--resume]`.
+# The `campaign` profile is linked whole: 9% fewer instructions a seed,
+# the same traces. Summaries go to DIR/runs.jsonl as seeds finish, and the
+# same command with `--resume` takes the campaign up where it stopped. A
+# long campaign: `just sim-long 200000 1 --out DIR [--resume]`.
 sim-long SEEDS FROM="1" *FLAGS:
     {{sim_env}} cargo run -q --profile campaign --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
 
