@@ -80,19 +80,21 @@ sim-campaign:
 # nemesis against the model cluster, judged by the soak's checker. Prints
 # the command that replays each failing seed, writes target/sim/report.json
 # and records the campaign in bench/sim/history.jsonl (the Reliability
-# page). A campaign: SEEDS seeds from FROM, judged and recorded.
+# page).
+# A campaign of SEEDS seeds from FROM, judged and recorded.
 sim SEEDS="2000" FROM="1" *FLAGS:
     {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
 
 # The `campaign` profile is linked whole: 9% fewer instructions a seed,
 # the same traces. Summaries go to DIR/runs.jsonl as seeds finish, and the
-# same command with `--resume` takes the campaign up where it stopped. A
-# long campaign: `just sim-long 200000 1 --out DIR [--resume]`.
+# same command with `--resume` takes the campaign up where it stopped.
+# A long campaign: `just sim-long 200000 1 --out DIR [--resume]`.
 sim-long SEEDS FROM="1" *FLAGS:
     {{sim_env}} cargo run -q --profile campaign --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
 
-# One seed's whole trace (every attempt, redirect, refresh, fault, and the
-# checker's verdict) as JSON lines in FILE.
+# Every attempt, redirect, refresh and fault of one run, and the checker's
+# verdict.
+# One seed's whole trace, as JSON lines in FILE.
 sim-trace SEED FILE *FLAGS:
     {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- trace {{SEED}} {{FILE}} {{FLAGS}}
 
