@@ -44,6 +44,7 @@ test: lint
 # The integration tests on real Redis and Valkey (tests/): the binaries two
 # at a time (they wait on failovers more than they compute), the soaks
 # alone after them (tools/test-lanes.sh).
+[doc("The integration tests on real Redis and Valkey (tests/), two binaries at a time, the soaks after.")]
 test-servers:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -62,6 +63,7 @@ test-sim: lint-sim sim-tests sim-campaign
 
 # The simulation's formatting and lints, in the main target with the main
 # build's flags: only the crates the simulation adds are checked again.
+[doc("The simulation's formatting and clippy, warnings denied.")]
 lint-sim:
     cargo fmt --manifest-path sim/Cargo.toml -- --check
     CARGO_TARGET_DIR=target cargo clippy --manifest-path sim/Cargo.toml --all-targets -- -D warnings
@@ -100,12 +102,14 @@ sim-trace SEED FILE *FLAGS:
 
 # A seed's trace where the playground finds it: then open the playground
 # with ?seed=SEED (and &plant=PLANT when one is given).
+[doc("A seed's trace where the playground finds it (?seed=SEED, &plant=PLANT).")]
 replay SEED PLANT="":
     just sim-trace {{SEED}} web/traces/seed-{{SEED}}{{ if PLANT == "" { "" } else { "-" + PLANT } }}.jsonl {{ if PLANT == "" { "" } else { "--plant " + PLANT } }}
     @echo "==> ./run play, then open http://127.0.0.1:8080/?seed={{SEED}}{{ if PLANT == "" { "" } else { "&plant=" + PLANT } }}"
 
 # The traces the playground carries (web/traces/*.jsonl.gz, listed in
 # index.json with why each is worth a look), written again by this build.
+[doc("Write again the traces the playground carries (web/traces/), with why each is worth a look.")]
 replay-traces:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -130,6 +134,7 @@ replay-traces:
 
 # zaris-core's whole suite once per CRC engine this CPU runs, each forced
 # in turn (`ZARIS_CRC_ENGINE` caps the dispatch at compile time).
+[doc("zaris-core's whole suite once per CRC engine this CPU runs, each forced in turn.")]
 test-engines:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -142,6 +147,7 @@ test-engines:
 
 # zaris-core on aarch64 under qemu-user: the PMULL engine found at run time
 # (std), then chosen at compile time (no std, `+aes`).
+[doc("zaris-core on aarch64 under qemu-user: PMULL found at run time, then chosen at compile time.")]
 test-aarch64:
     @echo "==> zaris-core on aarch64 (qemu-user): PMULL detected at run time"
     # Emulated, so fewer property cases (the native runs take the full 2,000).
@@ -178,6 +184,7 @@ lint:
 
 # The benchmark suite: recorded in bench/history.jsonl, charted into web/dashboard/
 # (`just bench --quick`: criterion's quick mode, charted but not recorded).
+[doc("The benchmark suite, recorded and charted into web/dashboard/ (--quick: charted, not recorded).")]
 bench MODE="":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -203,6 +210,7 @@ bench-compare:
 # Zaris's client vs fred and redis-rs on a local cluster: throughput, latency,
 # and per operation CPU, syscalls by kind, context switches (root: kernel
 # tracepoints) and callgrind instructions (valgrind); failover.
+[doc("Zaris's client against fred and redis-rs on a local cluster: throughput, latency, CPU, syscalls, instructions.")]
 bench-client MODE="":
     cargo bench -p zaris-bench --bench client -- {{MODE}}
 
@@ -212,6 +220,7 @@ bench-client MODE="":
 # same seed replays the same events). The report and its timeline go to
 # target/soak/ and are recorded in bench/soak/ for the dashboard's
 # Reliability page. ZARIS_REDIS_SERVER=valkey-server runs it on Valkey.
+[doc("The seeded nemesis soak on a real 3+3 cluster, judged by the history checker and recorded.")]
 soak SECONDS="60" SEED="":
     cargo run --release -q -p zaris-tests --bin zaris-soak -- {{SECONDS}} "{{SEED}}" --record
     cargo run -q -p zaris-bench --bin zaris-dashboard -- render
@@ -256,6 +265,7 @@ command-table:
 
 # The crates as crates.io would take them (`cargo package`, each one built
 # from its own tarball), and the npm package as `npm publish` would send it.
+[doc("The crates as crates.io would take them, and the npm package as npm publish would send it.")]
 package: npm-pack
     @echo "==> cargo package: zaris-core, zaris-client, zaris-cli, zaris-ffi, zaris-wasm"
     # cargo verifies each tarball against the others through a registry in
@@ -273,6 +283,7 @@ package: npm-pack
 
 # The published crates on the Rust they declare (`rust-version`), installed
 # by rustup if missing: a check, in a target directory of its own.
+[doc("The published crates checked on the Rust they declare (rust-version).")]
 msrv:
     @echo "==> the published crates on Rust {{msrv}} (rust-version)"
     rustup toolchain list | grep -q '^{{msrv}}-' || rustup toolchain install {{msrv}} --profile minimal
@@ -288,6 +299,7 @@ ffi-header:
 # fresh venv whose PATH has no cargo and no rustc, its tests run there
 # against a real redis-server and redis-py; and the sdist built from source
 # (with cargo) in another, as pip does where no wheel fits.
+[doc("The Python wheel in a fresh venv with no cargo, and the sdist built from source, against real Redis.")]
 test-python: wheel
     #!/usr/bin/env bash
     set -euo pipefail
@@ -309,6 +321,7 @@ test-python: wheel
 
 # The Python package's abi3 wheel (tagged for the manylinux level its glibc
 # symbols allow, as maturin checks them) and its sdist, in target/wheels.
+[doc("The Python package's abi3 wheel and its sdist, in target/wheels.")]
 wheel: python-venv
     #!/usr/bin/env bash
     set -euo pipefail
@@ -323,6 +336,7 @@ bench-python: wheel
     target/python-venv/bin/pip install -q --force-reinstall target/wheels/zaris-*.whl
     target/python-venv/bin/python -P python/bench.py
 
+[doc("A Python venv in target/python-venv with maturin, pytest and redis-py.")]
 python-venv:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -335,6 +349,7 @@ python-venv:
 
 # zaris-core on a Cortex-M3 with no OS and no allocator, under qemu-system-arm:
 # slots against vectors from a real redis-server, and the retry machine.
+[doc("zaris-core on a Cortex-M3 under qemu-system-arm: slots against real vectors, and the retry machine.")]
 test-baremetal:
     @echo "==> zaris-core bare metal: a Cortex-M3 under qemu-system-arm (semihosting)"
     cd baremetal && cargo run -q --release
@@ -350,6 +365,7 @@ bench-core *ARGS:
 # Run every fuzz target (or those named in ONLY, space-separated) for SECONDS
 # each (cargo-fuzz on the stable toolchain), from its committed seeds;
 # executions and crashes per target at the end.
+[doc("Every fuzz target (or those in ONLY) for SECONDS each, from its committed seeds.")]
 fuzz SECONDS="60" ONLY="":
     #!/usr/bin/env bash
     set -uo pipefail
