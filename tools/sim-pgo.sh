@@ -9,12 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/sim-pgo
-sysroot=$(rustc --print sysroot)
-profdata=$(find "$sysroot/lib/rustlib" -name llvm-profdata -type f | head -n 1)
-if [[ -z "$profdata" ]]; then
+profdata() { find "$(rustc --print sysroot)/lib/rustlib" -name llvm-profdata -type f | head -n 1; }
+if [[ -z "$(profdata)" ]]; then
     echo "==> llvm-tools (llvm-profdata), from rustup" >&2
     rustup component add llvm-tools >&2
-    profdata=$(find "$sysroot/lib/rustlib" -name llvm-profdata -type f | head -n 1)
 fi
 build() { # TARGET_DIR RUSTFLAGS...
     local dir=$1
@@ -27,7 +25,7 @@ echo "==> the simulator, instrumented" >&2
 build "$out/gen" "-Cprofile-generate=$PWD/$out/raw"
 echo "==> 40 training seeds (far from any campaign's: their verdicts do not matter)" >&2
 "$out/gen/campaign/zaris-sim" campaign 40 1000000000 --jobs 1 --out "$out/train" >/dev/null 2>&1 || true
-"$profdata" merge -o "$out/merged.profdata" "$out"/raw/*.profraw
+"$(profdata)" merge -o "$out/merged.profdata" "$out"/raw/*.profraw
 echo "==> the simulator, optimised with that profile" >&2
 build "$out/use" "-Cprofile-use=$PWD/$out/merged.profdata"
 echo "$out/use/campaign/zaris-sim"

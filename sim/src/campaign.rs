@@ -98,7 +98,7 @@ pub struct Run {
 
 /// What a campaign keeps of one seed's outcome: a line of a long
 /// campaign's `runs.jsonl`.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// The seed.
     pub seed: u64,
@@ -254,6 +254,15 @@ pub fn hunt(plant: &str, seeds: u64, from: u64, jobs: usize) -> Option<(u64, Str
     found
 }
 
+/// The summaries of `done` that a campaign of `seeds` seeds from `from`
+/// takes as run: those in its range, each seed once (the first kept).
+#[must_use]
+pub fn ours(mut done: Vec<Summary>, seeds: u64, from: u64) -> Vec<Summary> {
+    let mut seen = BTreeSet::new();
+    done.retain(|s| (from..from + seeds).contains(&s.seed) && seen.insert(s.seed));
+    done
+}
+
 /// Runs `seeds` seeds from `from` on `jobs` threads, telling `each` of
 /// every seed's summary as it comes (in any order); the report is in seed
 /// order. The seeds of `done` (an interrupted campaign's, say) are not run
@@ -272,13 +281,11 @@ pub fn campaign(
         jobs: jobs.max(1),
         ..Report::default()
     };
-    let range = from..from + seeds;
     let mut skip = BTreeSet::new();
-    for seed in done.iter().filter(|s| range.contains(&s.seed)) {
-        if skip.insert(seed.seed) {
-            report.add(seed);
-            report.resumed += 1;
-        }
+    for seed in ours(done, seeds, from) {
+        skip.insert(seed.seed);
+        report.add(&seed);
+        report.resumed += 1;
     }
     run_seeds(
         seeds,

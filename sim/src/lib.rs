@@ -19,5 +19,5 @@ pub mod run;
 pub mod serve;
 pub mod trace;
 
-pub use campaign::{campaign, hunt, proof_of, Report, Summary};
+pub use campaign::{campaign, hunt, ours, proof_of, Report, Summary};
 pub use run::{run, Outcome, Setup};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use zaris_sim::{campaign, run, Setup, Summary};
+use zaris_sim::{campaign, ours, run, Setup, Summary};
 use zaris_tests::soak::EventKind;
 
 #[test]
@@ -94,4 +94,23 @@ fn a_campaign_taken_up_again_sums_to_the_campaign_run_at_once() {
         json(&campaign(12, 500, 2, backwards, |_, _| {})),
         json(&whole)
     );
+    // A runs file holding a seed twice, or seeds of another range, counts
+    // each of this range's seeds once.
+    let mut twice: Vec<Summary> = kept
+        .iter()
+        .chain(&kept[..3])
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let mut other = twice[0].clone();
+    other.seed = 499;
+    twice.push(other);
+    let mut seeds: Vec<u64> = ours(twice.clone(), 12, 500)
+        .iter()
+        .map(|s| s.seed)
+        .collect();
+    seeds.sort_unstable();
+    assert_eq!(seeds, (500..512).collect::<Vec<_>>());
+    let again = campaign(12, 500, 2, twice, |_, _| panic!("every seed was run"));
+    assert_eq!(again.resumed, 12);
+    assert_eq!(json(&again), json(&whole));
 }

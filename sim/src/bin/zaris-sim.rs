@@ -180,6 +180,8 @@ fn campaign(args: &[String]) -> anyhow::Result<()> {
         }
     }
     let (done, mut runs) = kept_runs(&out, resume)?;
+    // As the report counts them: a seed the file holds twice, once.
+    let done = zaris_sim::ours(done, seeds, from);
     eprintln!(
         "==> {seeds} seeds from {from} on {jobs} threads (each seed replays exactly: `just sim-trace SEED FILE`){}",
         if done.is_empty() {
