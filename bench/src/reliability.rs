@@ -34,9 +34,25 @@ fn scaled(report: &Value, path: &[&str], by: f64, decimals: usize) -> String {
         };
     }
     match v.as_f64() {
-        Some(n) => format!("{:.decimals$}", n * by),
+        Some(n) => grouped(n * by, decimals),
         None => "–".into(),
     }
+}
+
+/// `n` with `decimals` decimals and its whole part in groups of three
+/// digits: 1,262,345,678 operations read at a glance; 1262345678 do not.
+fn grouped(n: f64, decimals: usize) -> String {
+    let plain = format!("{n:.decimals$}");
+    let (sign, rest) = plain.split_at(usize::from(plain.starts_with('-')));
+    let (whole, fraction) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
+    let mut out = String::from(sign);
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out + fraction
 }
 
 fn text<'a>(report: &'a Value, key: &str) -> &'a str {
@@ -303,8 +319,9 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
     if failed.is_empty() {
         let _ = writeln!(
             html,
-            "<p class=\"verdict met\" id=\"sim-verdict\">Every check held in all {} recorded campaigns ({total} seeds).</p>",
-            campaigns.len()
+            "<p class=\"verdict met\" id=\"sim-verdict\">Every check held in all {} recorded campaigns ({} seeds).</p>",
+            campaigns.len(),
+            grouped(total as f64, 0)
         );
     } else {
         let _ = writeln!(
@@ -354,7 +371,7 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
                 Cell::text(&number(run, &["operations"], 0)),
                 Cell::text(&number(run, &["simulated_hours"], 1)),
                 Cell::text(&violations.to_string()),
-                Cell::text(&took.to_string()),
+                Cell::text(&grouped(took as f64, 0)),
             ],
         );
     }
@@ -371,13 +388,11 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
                 None,
                 [
                     Cell::text(kind),
-                    Cell::text(&n.as_u64().unwrap_or(0).to_string()),
-                    Cell::text(
-                        &newest["events_by_kind"][kind]
-                            .as_u64()
-                            .unwrap_or(0)
-                            .to_string(),
-                    ),
+                    Cell::text(&grouped(n.as_f64().unwrap_or(0.0), 0)),
+                    Cell::text(&grouped(
+                        newest["events_by_kind"][kind].as_f64().unwrap_or(0.0),
+                        0,
+                    )),
                 ],
             );
         }
@@ -403,6 +418,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn large_figures_read_in_groups_of_three_digits() {
+        assert_eq!(grouped(1_262_345_678.0, 0), "1,262,345,678");
+        assert_eq!(grouped(200_000.0, 0), "200,000");
+        assert_eq!(grouped(3_432.06, 1), "3,432.1");
+        assert_eq!(grouped(999.0, 0), "999");
+        assert_eq!(grouped(0.25, 2), "0.25");
+        assert_eq!(grouped(-12_345.5, 1), "-12,345.5");
+    }
+
+    #[test]
     fn a_report_renders_its_figures_and_violations() {
         let report: Value = serde_json::json!({
             "server": "redis-server", "seed": 42, "seconds": 60,
@@ -417,7 +442,7 @@ mod tests {
         assert!(html.contains("seed 42"), "{html}");
         assert!(
             html.contains(
-                r#"<td data-label="figure">operations</td><td data-label="value">1000</td>"#
+                r#"<td data-label="figure">operations</td><td data-label="value">1,000</td>"#
             ),
             "{html}"
         );
@@ -488,7 +513,11 @@ mod tests {
         };
         let html = render(None, &[], None, &[campaign("aaa1111", 0, &[])]);
         assert!(
-            html.contains("Every check held in all 1 recorded campaigns (2000 seeds)"),
+            html.contains("Every check held in all 1 recorded campaigns (2,000 seeds)"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td data-label=\"operations\">12,465,209</td>"),
             "{html}"
         );
         assert!(

@@ -257,6 +257,10 @@ test('the Reliability page flags every soak that broke a check', async () => {
   assert.ok(right <= 1280, `violations end at ${right} px`);
 });
 
+// Figures as the page writes them: 1,262,345,678 and 3,432.1.
+const grouped = (n, decimals = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+
 test('the Reliability page shows every simulated campaign, per commit, with its figures', async () => {
   await open('reliability.html');
   const campaigns = jsonLines('bench/sim/history.jsonl');
@@ -274,9 +278,9 @@ test('the Reliability page shows every simulated campaign, per commit, with its 
   assert.equal(rows.length, campaigns.length);
   campaigns.slice().reverse().forEach((c, i) => {
     assert.equal(rows[i][0], c.commit);
-    assert.equal(rows[i][3], String(c.seeds));
-    assert.equal(rows[i][4], String(c.operations));
-    assert.equal(rows[i][5], c.simulated_hours.toFixed(1));
+    assert.equal(rows[i][3], grouped(c.seeds));
+    assert.equal(rows[i][4], grouped(c.operations));
+    assert.equal(rows[i][5], grouped(c.simulated_hours, 1));
     assert.equal(rows[i][6], String(c.violations));
   });
   // The newest campaign's events by kind: every kind drawn, and how many took effect.
@@ -285,8 +289,8 @@ test('the Reliability page shows every simulated campaign, per commit, with its 
     const kinds = await page.locator('#campaign-kinds tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
     assert.deepEqual(kinds.map((k) => k[0]), Object.keys(newest.events_drawn));
     for (const [kind, drawn, took] of kinds) {
-      assert.equal(drawn, String(newest.events_drawn[kind]));
-      assert.equal(took, String(newest.events_by_kind[kind] ?? 0));
+      assert.equal(drawn, grouped(newest.events_drawn[kind]));
+      assert.equal(took, grouped(newest.events_by_kind[kind] ?? 0));
     }
   }
 });
