@@ -18,8 +18,9 @@ pub(crate) struct Failure {
     pub(crate) outcome: Outcome,
     pub(crate) detail: String,
     /// The map still sends a retry where this attempt failed (a `MOVED`
-    /// that closed a redirect loop, whose hint was not applied): the retry
-    /// waits for a new map rather than fail the same way again.
+    /// that closed a redirect loop, whose hint was not applied; a master
+    /// that said it is one no more): the retry waits for a new map rather
+    /// than fail the same way again.
     pub(crate) stale_map: bool,
 }
 
@@ -96,15 +97,19 @@ pub(crate) fn read_reply(reply: &Frame, from: &str, inside: Inside) -> Reading {
 /// node stopped being a master between the two (`WAIT` refused on a
 /// replica, a blocked `WAIT` let go by the change of role). The write may
 /// or may not have reached the new master: to the retry loop, as if its
-/// reply was lost.
+/// reply was lost. The map that sent the write there is stale: the retry
+/// waits for a new one (found by the simulator, seed 115150: a retry on
+/// the same map, its refresh debounced, spent the last attempt on the
+/// demoted node's `MOVED`).
 pub(crate) fn wait_failed(wait: &Frame, from: &str) -> Option<Failure> {
     let Frame::Error(message) = wait else {
         return None;
     };
-    Some(Failure::new(
-        Outcome::Transport(TransportFailure::ConnectionReset),
-        format!("{from} took the write, then answered its WAIT with {message}"),
-    ))
+    Some(Failure {
+        outcome: Outcome::Transport(TransportFailure::ConnectionReset),
+        detail: format!("{from} took the write, then answered its WAIT with {message}"),
+        stale_map: true,
+    })
 }
 
 /// A slot the map could not route: the map mid-update, or no owner.
@@ -299,6 +304,7 @@ mod tests {
             "{}",
             failure.detail
         );
+        assert!(failure.stale_map, "the map that sent it there is stale");
         assert!(
             wait_failed(&Frame::Integer(1), from).is_none(),
             "a count is an answer"

@@ -31,6 +31,20 @@ fn a_node_keeps_its_port_open_through_a_change() {
     stage_and_pass(&[30880, 34168, 37956], "nodes joined at a new address");
 }
 
+/// The client's, found by the long campaign (seed 115150 of 200,000): a
+/// durable write spent its first attempt on a migration's `MOVED`, then a
+/// manual failover (a node replaced) demoted its master between its `SET`
+/// and its `WAIT`, which the demotion let go. The refresh the retry asked
+/// for was debounced (the `MOVED` had just refreshed), so the third and
+/// last attempt went by the same map to the demoted node, for a `MOVED`.
+/// Now a node that says it is no longer a master makes the retry wait for
+/// the next refresh allowed. Staged on the real servers with a blocked pop
+/// (`client_blocked_failover.rs`).
+#[test]
+fn a_retry_after_a_demotion_waits_for_a_new_map() {
+    stage_and_pass(&[115150], "blocked commands let go by a demotion");
+}
+
 /// Runs each seed: it must still stage its finding (`staged`, one of the
 /// model's counts, above zero) and break no check.
 fn stage_and_pass(seeds: &[u64], staged: &str) {

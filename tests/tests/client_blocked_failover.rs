@@ -65,3 +65,84 @@ fn a_blocked_pop_survives_a_manual_failover_of_its_master() {
         );
     }
 }
+
+/// Found by the long campaign (seed 115150): a master demoted moments
+/// after the client refreshed its map. The refresh the retry asks for is
+/// debounced, and the retry used to go by the same map to the demoted
+/// node, spending an attempt on its `MOVED`. In the seed, a durable write
+/// had spent its first attempt on a migration's `MOVED`, its second on
+/// the `WAIT` the demotion let go: the demoted node's `MOVED` was its
+/// third and last, and the caller got an error under a manual failover.
+/// Now a node that says it is no longer a master makes the retry wait for
+/// the next refresh the interval allows, and go to the new master.
+///
+/// Staged with a blocked pop (a blocked `WAIT` cannot be held on a real
+/// master while its replica stays able to take over); the minimum interval
+/// is raised to 5 s so the demotion surely falls within it.
+#[test]
+fn a_retry_after_a_demotion_waits_for_a_new_map_not_the_old_one() {
+    for server in servers_under_test() {
+        let cluster = Cluster::start(&server, 3, 1).expect("cluster");
+        let rt = runtime();
+        let client = rt
+            .block_on(
+                Client::builder()
+                    .env(zaris_tests::no_env)
+                    .refresh_min_interval(Duration::from_secs(5))
+                    .request_timeout(Some(Duration::from_secs(20)))
+                    .connect(&cluster.addrs()),
+            )
+            .expect("connect");
+        let slot = zaris_core::slot_for_key(QUEUE.as_bytes());
+        let master = cluster.owner_index(slot).expect("owner");
+        let replica = cluster.replica_of(master).expect("replica");
+        // A refresh now: the one the demotion asks for is debounced.
+        rt.block_on(client.refresh_map());
+        let popper = rt.spawn({
+            let client = client.clone();
+            async move { client.cmd(&["BLPOP", QUEUE, "15"]).await }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!popper.is_finished(), "{server}: blocked");
+        let before = client.stats();
+        cluster.failover(replica).expect("manual failover");
+        cluster
+            .wait_steps_down(master)
+            .expect("the old master steps down");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !popper.is_finished(),
+            "{server}: waiting for a new map or blocked on the new master, not failed: {:?}",
+            rt.block_on(popper)
+        );
+        // Pushed by a client of its own: its map is new, so no redirect of
+        // its own muddles the count below.
+        let pusher = rt
+            .block_on(
+                Client::builder()
+                    .env(zaris_tests::no_env)
+                    .connect(&cluster.addrs()),
+            )
+            .expect("connect");
+        rt.block_on(pusher.cmd(&["RPUSH", QUEUE, "after"]))
+            .expect("push");
+        let popped = rt.block_on(popper).expect("the task").expect("BLPOP");
+        let Value::Array(pair) = popped else {
+            panic!("{server}: {popped:?}");
+        };
+        assert_eq!(
+            pair.get(1).and_then(Value::as_bytes),
+            Some(&b"after"[..]),
+            "{server}"
+        );
+        let after = client.stats();
+        assert!(
+            after.refreshes_debounced > before.refreshes_debounced,
+            "{server}: staged: the refresh after the demotion fell within the interval: {after:?}"
+        );
+        assert_eq!(
+            after.moved_redirects, before.moved_redirects,
+            "{server}: the retry went to the new master, not by the old map to the demoted node"
+        );
+    }
+}

@@ -68,10 +68,11 @@ pub(super) struct Wait {
     pub(super) refresh_wait: Option<(Duration, RefreshCause)>,
     pub(super) until: Option<Instant>,
     /// The map as it stands cannot route the retry (no owner for its
-    /// slot, or a redirect loop left it pointing where the attempt just
-    /// failed): when the refresh is debounced, the retry waits for the next
-    /// one the interval allows (not past `latest`), instead of failing
-    /// again on the same map.
+    /// slot; a redirect loop left it pointing where the attempt just
+    /// failed; the master it names said it is a replica now): when the
+    /// refresh is debounced, the retry waits for the next one the interval
+    /// allows (not past `latest`), instead of failing again on the same
+    /// map.
     pub(super) needs_new_map: bool,
     pub(super) latest: Option<Instant>,
 }
@@ -200,7 +201,11 @@ impl Inner {
                     refresh_wait,
                     until: Some(state.deadline.map_or(until, |d| until.min(d))),
                     needs_new_map: stale_map
-                        || outcome == Outcome::Transport(TransportFailure::NoOwnerMapped),
+                        || outcome == Outcome::Transport(TransportFailure::NoOwnerMapped)
+                        // `READONLY`, or a blocked command let go by a
+                        // demotion: writes go to masters only, so the map
+                        // that sent this one is wrong about its node.
+                        || outcome == Outcome::Status(KvStatus::ReplicaWriteRejected),
                     latest: state.deadline,
                 })
             }
