@@ -313,7 +313,14 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
         .iter()
         .rev()
         .filter(|run| count(run, "violations") > 0)
-        .map(|run| format!("{} (seeds {})", text(run, "commit"), run["failed_seeds"]))
+        .map(|run| match run["fixed_in"].as_str() {
+            Some(fix) => format!(
+                "{} (seeds {}, fixed in {fix})",
+                text(run, "commit"),
+                run["failed_seeds"]
+            ),
+            None => format!("{} (seeds {})", text(run, "commit"), run["failed_seeds"]),
+        })
         .collect();
     let total: u64 = campaigns.iter().map(|run| count(run, "seeds")).sum();
     if failed.is_empty() {
@@ -355,8 +362,14 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
         let verdict = if violations == 0 {
             Cell::text("held").class("met")
         } else {
+            // A campaign's line may say, once it is fixed, where (added by
+            // hand: the campaign cannot know).
+            let fixed = run["fixed_in"]
+                .as_str()
+                .map(|fix| format!(", fixed in <code>{}</code>", escape(fix)))
+                .unwrap_or_default();
             Cell::html(format!(
-                "✗ seeds {}",
+                "✗ seeds {}{fixed}",
                 escape(&run["failed_seeds"].to_string())
             ))
             .class("missed")
@@ -541,6 +554,17 @@ mod tests {
                 campaign("aaa1111", 0, &[]),
                 campaign("bbb2222", 2, &[14, 67]),
             ],
+        );
+        let mut fixed = campaign("ccc3333", 1, &[115150]);
+        fixed["fixed_in"] = "ddd4444".into();
+        let with_fix = render(None, &[], None, &[fixed]);
+        assert!(
+            with_fix.contains("1 of 1 recorded campaigns broke a check: ccc3333 (seeds [115150], fixed in ddd4444)"),
+            "{with_fix}"
+        );
+        assert!(
+            with_fix.contains("✗ seeds [115150], fixed in <code>ddd4444</code>"),
+            "{with_fix}"
         );
         assert!(
             html.contains("1 of 2 recorded campaigns broke a check: bbb2222 (seeds [14,67])"),
