@@ -313,13 +313,16 @@ fn campaigns_section(html: &mut String, campaigns: &[Value]) {
         .iter()
         .rev()
         .filter(|run| count(run, "violations") > 0)
-        .map(|run| match run["fixed_in"].as_str() {
-            Some(fix) => format!(
-                "{} (seeds {}, fixed in {fix})",
+        .map(|run| {
+            let fixed = run["fixed_in"]
+                .as_str()
+                .map(|fix| format!(", fixed in {fix}"))
+                .unwrap_or_default();
+            format!(
+                "{} (seeds {}{fixed})",
                 text(run, "commit"),
                 run["failed_seeds"]
-            ),
-            None => format!("{} (seeds {})", text(run, "commit"), run["failed_seeds"]),
+            )
         })
         .collect();
     let total: u64 = campaigns.iter().map(|run| count(run, "seeds")).sum();
