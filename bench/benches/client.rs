@@ -14,7 +14,12 @@
 //!    those scenarios, under callgrind (a child process per client and
 //!    scenario: one current-thread runtime, a fixed number of operations,
 //!    start-up and warm-up left out);
-//! 4. `kill -9` of a master under a write load, each client on a fresh
+//! 4. a write pause of one master (`CLIENT PAUSE ms WRITE`, 3 s and 12 s:
+//!    what a manual failover and atomic slot migration do) under reads and
+//!    `INCR`s there and reads elsewhere ([`pause`]): the longest and p99
+//!    read of the paused master, the others' longest, the failures, and
+//!    the increments applied twice (`--no-pause` skips it);
+//! 5. `kill -9` of a master under a write load, each client on a fresh
 //!    cluster: time until writes to its slots succeed again. Bounded: each
 //!    write has a 1 s time-out, and the phase ends [`RECOVERY_LIMIT`] after
 //!    the kill; a client whose writes are not back by then is reported so,
@@ -113,6 +118,8 @@ const BARE: &str = "bare";
 
 #[path = "client/bare.rs"]
 mod bare;
+#[path = "client/pause.rs"]
+mod pause;
 
 /// The timed phases' runtime: two worker threads, one per core here.
 const WORKERS: usize = 2;
@@ -279,6 +286,28 @@ impl Driver {
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// `INCR key` (the pause phase's writes: a copy sent twice shows).
+    async fn incr(&mut self, key: &[u8]) -> Result<(), String> {
+        match self {
+            Driver::Zaris(c) => c
+                .cmd(&[&b"INCR"[..], key])
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::Fred(c) => c
+                .incr::<i64, _>(key)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::RedisRs(c) => c
+                .incr::<_, _, i64>(key, 1)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            _ => unreachable!("the pause phase runs Zaris and its peers"),
         }
     }
 
@@ -993,8 +1022,14 @@ fn share(cpu: Duration, elapsed: Duration, cores: usize) -> f64 {
 /// The run's rows: into `target/bench-client/last.json` always, and into
 /// `bench/client-history.jsonl` (the dashboard's client page) unless the run
 /// was quick (noisier), on another runtime, or asked not to be recorded.
-fn save(server: &str, cores: usize, rows: Vec<zaris_bench::clients::ClientRow>, scratch: bool) {
-    if rows.is_empty() {
+fn save(
+    server: &str,
+    cores: usize,
+    rows: Vec<zaris_bench::clients::ClientRow>,
+    pauses: Vec<zaris_bench::clients::PauseRow>,
+    scratch: bool,
+) {
+    if rows.is_empty() && pauses.is_empty() {
         return;
     }
     let run = zaris_bench::clients::ClientRun {
@@ -1004,6 +1039,7 @@ fn save(server: &str, cores: usize, rows: Vec<zaris_bench::clients::ClientRow>, 
         cpus: cores,
         server: server.to_owned(),
         rows,
+        pauses,
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -1144,7 +1180,7 @@ fn main() {
     };
     if !has("--no-single") {
         println!(
-            "==> [1/4] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [1/5] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -1193,7 +1229,7 @@ fn main() {
 
     if !has("--no-pipeline") {
         println!(
-            "==> [2/4] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [2/5] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -1293,11 +1329,55 @@ fn main() {
             );
         }
     }
+    let mut pauses = Vec::new();
+    if !has("--no-pause") {
+        let lengths = if has("--quick") {
+            vec![Duration::from_secs(3)]
+        } else {
+            vec![Duration::from_secs(3), Duration::from_secs(12)]
+        };
+        println!(
+            "==> [4/5] a write pause on one master (CLIENT PAUSE WRITE) under 4 readers and 4 INCR writers there, 4 readers elsewhere; each client with its defaults"
+        );
+        println!(
+            "   {:<9} {:>6} {:>14} {:>13} {:>13} {:>7} {:>13} {:>5}",
+            "client",
+            "pause",
+            "longest read",
+            "p99 read",
+            "others' read",
+            "errors",
+            "applied twice",
+            "lost"
+        );
+        for &length in &lengths {
+            for &name in names.iter().filter(|&&n| CLIENTS.contains(&n)) {
+                match pause::run(&cluster, name, length, &rt) {
+                    Ok(row) => {
+                        println!(
+                            "   {:<9} {:>5}s {:>11.0} ms {:>10.0} ms {:>10.1} ms {:>7} {:>13} {:>5}",
+                            row.client,
+                            row.pause_ms / 1000,
+                            row.paused_max_read_ms,
+                            row.paused_p99_read_ms,
+                            row.other_max_read_ms,
+                            row.errors,
+                            row.applied_twice,
+                            row.lost
+                        );
+                        pauses.push(row);
+                    }
+                    Err(e) => println!("   {name:<9} {e}"),
+                }
+            }
+        }
+    }
     drop(cluster);
     save(
         &server,
         cores,
         recorded,
+        pauses,
         has("--quick") || has("--no-record") || workers != WORKERS,
     );
 
@@ -1305,7 +1385,7 @@ fn main() {
         return;
     }
     println!(
-        "==> [4/4] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
+        "==> [5/5] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
         RECOVERY_LIMIT.as_secs()
     );
     // The bare floor never refreshes its map: it has nothing to recover;
@@ -1346,11 +1426,11 @@ fn count_instructions(
         .output()
         .is_ok_and(|o| o.status.success());
     if !valgrind {
-        println!("==> [3/4] instructions: skipped, no valgrind (apt-get install valgrind)");
+        println!("==> [3/5] instructions: skipped, no valgrind (apt-get install valgrind)");
         return;
     }
     println!(
-        "==> [3/4] user-space instructions per operation under callgrind: a child per client and scenario, \
+        "==> [3/5] user-space instructions per operation under callgrind: a child per client and scenario, \
          one current-thread runtime, {} single commands or {} pipelined ones after a warm-up",
         instruction_ops(Shape::Single { tasks: 1 }, quick),
         instruction_ops(Shape::Pipelines { size: 1, in_flight: 1 }, quick),

@@ -43,6 +43,34 @@ pub struct ClientRun {
     pub server: String,
     /// One row per scenario and client.
     pub rows: Vec<ClientRow>,
+    /// A write pause under load, per client and pause (runs before the
+    /// pause phase have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pauses: Vec<PauseRow>,
+}
+
+/// One client through a write pause of one master (`CLIENT PAUSE ms
+/// WRITE`) under load: 4 readers and 4 `INCR` writers on that master, 4
+/// readers elsewhere.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PauseRow {
+    /// `zaris`, `fred` or `redis-rs`.
+    pub client: String,
+    /// How long the writes were paused.
+    pub pause_ms: u64,
+    /// The longest read of the paused master.
+    pub paused_max_read_ms: f64,
+    /// Its 99th percentile.
+    pub paused_p99_read_ms: f64,
+    /// The other masters' longest read.
+    pub other_max_read_ms: f64,
+    /// Calls that failed.
+    pub errors: u64,
+    /// Increments applied beyond those acknowledged and those that failed:
+    /// writes sent again while the first copy waited in the pause.
+    pub applied_twice: u64,
+    /// Acknowledged increments missing at the end.
+    pub lost: u64,
 }
 
 /// One client in one scenario.
@@ -312,6 +340,7 @@ pub fn render(runs: &[ClientRun]) -> Result<String> {
     contents(&mut html, latest);
     verdict_section(&mut html, latest);
     latest_section(&mut html, latest);
+    pause_section(&mut html, runs);
     let _ = writeln!(
         html,
         "<h2 id=\"per-commit\">Per commit</h2>\n<p>Each scenario's counts over the last {RUNS_SHOWN} \
@@ -369,6 +398,7 @@ fn contents(html: &mut String, latest: &ClientRun) {
         "<nav aria-label=\"Contents\" class=\"toc\"><h2>Contents</h2><ol>\
          <li><a href=\"#verdicts\">Verdicts: Zaris against the best peer</a></li>\
          <li><a href=\"#latest\">Every count of the latest run</a></li>\
+         <li><a href=\"#pause\">A write pause: reads, errors, writes applied twice</a></li>\
          <li><a href=\"#per-commit\">Per commit</a><ol>",
     );
     for scenario in latest.scenarios() {
@@ -539,6 +569,76 @@ fn latest_section(html: &mut String, latest: &ClientRun) {
     html.push_str("</tbody></table>\n");
 }
 
+/// The bar a paused master's reads are held to: a read waits about a
+/// stall tick and a round trip, never the pause (docs/behaviour.md §5,
+/// "Paused nodes").
+const PAUSED_READ_BAR_MS: f64 = 250.0;
+
+/// The write pause of the latest run that measured one: per pause and
+/// client, the paused master's reads, the others', the failures and the
+/// increments applied twice, with Zaris's bars.
+fn pause_section(html: &mut String, runs: &[ClientRun]) {
+    html.push_str(
+        "<h2 id=\"pause\">A write pause: reads, errors, writes applied twice</h2>\n\
+         <p>One master's writes paused (<code>CLIENT PAUSE ms WRITE</code>: what an operator's \
+         maintenance, a manual failover and atomic slot migration do) for 3 s and for 12 s, \
+         2 s into a load of 4 tasks reading keys of that master, 4 tasks sending <code>INCR</code> \
+         to counters there and 4 tasks reading keys of the other masters, every client with its \
+         defaults, in one run. A paused node is alive: a read need not wait for the pause, and \
+         a write held there must not be sent again (it would be applied twice when the pause \
+         ends). Zaris's bars: its paused master's longest read at most 250 ms, no failure, no \
+         increment applied twice or lost; a Zaris figure past its bar is marked \
+         <span class=\"worse\">▲</span>.</p>\n",
+    );
+    let Some(run) = runs.iter().rev().find(|r| !r.pauses.is_empty()) else {
+        html.push_str(
+            "<p id=\"no-pause\">No run has measured a pause yet: <code>just bench-client</code> does.</p>\n",
+        );
+        return;
+    };
+    let _ = writeln!(
+        html,
+        "<p>Measured at commit {}, {}, on {}.</p>\n<table id=\"client-pause\" class=\"stack\"><thead><tr>\
+         <th>pause</th><th>client</th><th>longest read, paused master</th><th>p99 read, paused master</th>\
+         <th>longest read, other masters</th><th>errors</th><th>increments applied twice</th>\
+         <th>acknowledged increments lost</th></tr></thead><tbody>",
+        escape(&run.commit),
+        escape(&run.date),
+        escape(&run.server)
+    );
+    for row in &run.pauses {
+        let ours = row.client == "zaris";
+        let cell = |label: &str, shown: String, missed: bool| {
+            if ours && missed {
+                format!("<td data-label=\"{label}\" class=\"worse\">▲ {shown}</td>")
+            } else {
+                format!("<td data-label=\"{label}\">{shown}</td>")
+            }
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td data-label=\"pause\">{} s</td><td data-label=\"client\">{}</td>{}{}{}{}{}{}</tr>",
+            row.pause_ms / 1000,
+            escape(&row.client),
+            cell(
+                "longest read",
+                format!("{:.0} ms", row.paused_max_read_ms),
+                row.paused_max_read_ms > PAUSED_READ_BAR_MS
+            ),
+            cell("p99 read", format!("{:.0} ms", row.paused_p99_read_ms), false),
+            cell(
+                "others' longest read",
+                format!("{:.0} ms", row.other_max_read_ms),
+                row.other_max_read_ms > PAUSED_READ_BAR_MS
+            ),
+            cell("errors", row.errors.to_string(), row.errors > 0),
+            cell("applied twice", row.applied_twice.to_string(), row.applied_twice > 0),
+            cell("lost", row.lost.to_string(), row.lost > 0),
+        );
+    }
+    html.push_str("</tbody></table>\n");
+}
+
 /// A chart's SVG ready to sit inline in the page: an image with a name.
 #[must_use]
 pub fn inline(svg: &str, label: &str) -> String {
@@ -582,6 +682,28 @@ mod tests {
                 row("1 task", "redis-rs", 20.0),
                 row("pipelines 100 x 1", "zaris", 1.0),
                 row("pipelines 100 x 1", "redis-rs", 0.9),
+            ],
+            pauses: vec![
+                PauseRow {
+                    client: "zaris".into(),
+                    pause_ms: 12_000,
+                    paused_max_read_ms: 310.0,
+                    paused_p99_read_ms: 40.0,
+                    other_max_read_ms: 9.0,
+                    errors: 0,
+                    applied_twice: 0,
+                    lost: 0,
+                },
+                PauseRow {
+                    client: "fred".into(),
+                    pause_ms: 12_000,
+                    paused_max_read_ms: 12_050.0,
+                    paused_p99_read_ms: 11_900.0,
+                    other_max_read_ms: 8.0,
+                    errors: 0,
+                    applied_twice: 0,
+                    lost: 0,
+                },
             ],
         }
     }
@@ -634,6 +756,13 @@ mod tests {
         assert!(html.contains(
             "<title>bbb · 2026-12-02T00:00:00Z\nzaris: 83.3k\nfred: 57.1k\nredis-rs: 50k</title>"
         ));
+        // The pause table: every client's row, Zaris's misses marked.
+        assert!(html.contains(
+            r#"<tr><td data-label="pause">12 s</td><td data-label="client">zaris</td><td data-label="longest read" class="worse">▲ 310 ms</td>"#
+        ), "{html}");
+        assert!(html.contains(
+            r#"<td data-label="client">fred</td><td data-label="longest read">12050 ms</td>"#
+        ));
         // A run recorded before the counts were: no counts, no chart points,
         // and the page still renders.
         let old = r#"{"commit":"c0ffee","date":"2026-11-01T00:00:00Z","cpu":"x","cpus":2,"server":"redis-server","rows":[{"scenario":"1 task","client":"zaris","ops_per_sec":1.0,"cpu_us_per_op":20.0,"user_us_per_op":10.0,"system_us_per_op":10.0}]}"#;
@@ -641,6 +770,13 @@ mod tests {
         assert_eq!(old.rows[0].syscalls_per_op, None);
         let html = render(&[old, runs[1].clone()]).unwrap();
         assert!(html.contains("user-space instructions per op"));
+        assert!(
+            !html.contains("id=\"no-pause\""),
+            "the latest run with a pause is shown"
+        );
+        assert!(render(&[runs[0].clone()])
+            .unwrap()
+            .contains("id=\"client-pause\""));
         assert!(render(&[])
             .unwrap()
             .contains("No client run is recorded yet"));

@@ -453,6 +453,9 @@ impl Client {
         for node in self.inner.registry.all() {
             stats.nodes_opened += node.times_opened();
             stats.reconnect_backoffs += node.backoffs();
+            let (held, moved) = node.side.counts();
+            stats.connections_held += held;
+            stats.reads_moved += moved;
         }
         if let Some(cache) = &self.inner.cache {
             let get =

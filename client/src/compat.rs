@@ -473,6 +473,9 @@ fn to_redis_error(e: Error) -> RedisError {
         Error::TransactionUnknown { .. } => {
             return io::Error::new(io::ErrorKind::ConnectionAborted, e.to_string()).into();
         }
+        Error::OutcomeUnknown { .. } => {
+            return io::Error::new(io::ErrorKind::TimedOut, e.to_string()).into();
+        }
         Error::Tls { .. } => {
             return io::Error::new(io::ErrorKind::InvalidData, e.to_string()).into();
         }

@@ -159,6 +159,17 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// The request's deadline came while its node still held it: the node
+    /// answered on another connection, so it was alive and had not lost
+    /// the request (a write pause, a manual failover's or an atomic slot
+    /// migration's pause, a `WAIT`, a busy node). It may or may not be
+    /// applied when the node lets it go; it was not sent again
+    /// (docs/behaviour.md §5, "Paused nodes").
+    #[error("{node} still held the request at its deadline (paused, or busy): it may or may not be applied, and was not sent again")]
+    OutcomeUnknown {
+        /// The node's address.
+        node: String,
+    },
 }
 
 impl From<SettingError> for Error {
@@ -190,6 +201,7 @@ impl Error {
             Error::Unsupported { .. } => "unsupported",
             Error::ScanIncomplete { .. } => "scan_incomplete",
             Error::TransactionUnknown { .. } => "transaction_unknown",
+            Error::OutcomeUnknown { .. } => "outcome_unknown",
         }
     }
 

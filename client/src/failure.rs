@@ -131,6 +131,8 @@ pub(crate) fn conn_failure(e: ConnError, addr: &str) -> Result<Failure, Error> {
         ConnError::Rejected(detail) => Err(Error::Auth { node, detail }),
         ConnError::Tls(detail) => Err(Error::Tls { node, detail }),
         ConnError::TooLarge { limit } => Err(Error::ReplyTooLarge { node, limit }),
+        // Held by a node that is alive: not sent again (a write pause).
+        ConnError::Held => Err(Error::OutcomeUnknown { node }),
         e => Ok(Failure::new(
             Outcome::Transport(e.failure()),
             format!("{addr}: {e}"),

@@ -72,6 +72,7 @@ mod route;
 mod scan;
 mod script;
 mod seam;
+mod side;
 mod snapshot;
 mod stats;
 mod topology;

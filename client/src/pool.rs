@@ -15,6 +15,7 @@ use zaris_core::{opens_after, probe_due, recently_failed, reconnect_delay};
 
 use crate::conn::{connect, ConnError, ConnOptions, Connection};
 use crate::seam;
+use crate::side::Side;
 
 /// One node: its address and its one shared connection, made on first use
 /// and remade after it breaks.
@@ -63,6 +64,8 @@ pub(crate) struct Node {
     last_dial_error: std::sync::Mutex<Option<ConnError>>,
     next_dial_at: AtomicU64,
     backoffs: AtomicU64,
+    /// Its side connection, for reads while it holds the shared one.
+    pub(crate) side: Arc<Side>,
 }
 
 /// Milliseconds since the clock's origin (+1, so that 0 in the atomics
@@ -105,6 +108,7 @@ impl Node {
             last_dial_error: std::sync::Mutex::new(None),
             next_dial_at: AtomicU64::new(0),
             backoffs: AtomicU64::new(0),
+            side: Arc::new(Side::new(addr.into())),
         }
     }
 
@@ -353,6 +357,7 @@ impl Node {
         match self.dial(timeout, options).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
+                self.side.watch(&conn, options);
                 if self.conn.load().is_some() {
                     crate::metrics::reconnect(&self.addr);
                 }

@@ -126,6 +126,8 @@ impl Counters {
             // adds them up).
             nodes_opened: 0,
             reconnect_backoffs: 0,
+            connections_held: 0,
+            reads_moved: 0,
             cache_hits: 0,
             cache_misses: 0,
             cache_invalidations: 0,
@@ -189,6 +191,13 @@ pub struct Stats {
     /// Connection attempts not made because the node's last ones failed
     /// moments ago (reconnects back off, per node).
     pub reconnect_backoffs: u64,
+    /// Times a node held its shared connection (a paused write or a `WAIT`
+    /// at its head, while it answered on another): reads then went on a
+    /// side connection, and writes waited on, never sent again.
+    pub connections_held: u64,
+    /// Reads sent on a node's side connection because its shared one was
+    /// held (those already waiting there, and those that came after).
+    pub reads_moved: u64,
     /// Reads the client cache answered (`Builder::client_cache`).
     pub cache_hits: u64,
     /// Cacheable reads it could not answer: sent to the node.

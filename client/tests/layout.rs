@@ -36,6 +36,7 @@ const BELOW_THE_STATE: &[&str] = &[
     "reply",
     "route",
     "seam",
+    "side",
     "snapshot",
     "stats",
     "topology",

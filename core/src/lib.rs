@@ -47,6 +47,7 @@ mod command;
 mod crc16;
 mod engine;
 mod health;
+mod hold;
 mod lines;
 mod placement;
 mod policy;
@@ -77,6 +78,10 @@ pub use engine::{crc_engine, CrcEngine};
 pub use health::{
     opens_after, probe_due, recently_failed, reconnect_delay, OPEN_AFTER_TIMEOUTS,
     RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP, REPLICA_PAUSE,
+};
+pub use hold::{
+    at_attempt_time_out, lane, stalled, AtTimeOut, Lane, Liveness, Progress, ALIVE_ANSWER_FRESH,
+    ALIVE_CHECK_EVERY, ALIVE_CHECK_TIMEOUT, STALL_TICK,
 };
 pub use lines::{key_lines, KeyLines};
 pub use placement::{

@@ -78,6 +78,23 @@ fn ok(frame: Frame, what: &str) -> io::Result<()> {
     }
 }
 
+/// The id of the master that `CLUSTER NODES` text says serves `slot`.
+fn owner_in_nodes(nodes: &str, slot: u16) -> Option<String> {
+    nodes.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let serves = fields.iter().skip(8).any(|range| {
+            let mut ends = range.splitn(2, '-').map(str::parse::<u16>);
+            match (ends.next(), ends.next()) {
+                (Some(Ok(a)), Some(Ok(b))) => (a..=b).contains(&slot),
+                (Some(Ok(a)), None) => a == slot,
+                _ => false, // [slot->-id]: a migration, not ownership
+            }
+        });
+        (serves && fields.get(2).is_some_and(|f| f.contains("master")))
+            .then(|| fields[0].to_owned())
+    })
+}
+
 /// Polls `check` until it holds or [`CONVERGE`] passes.
 fn wait_until(what: &str, mut check: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
     let started = Instant::now();
@@ -874,6 +891,80 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// Moves `slot` to `to` as atomic slot migration does (Valkey 9's
+    /// `CLUSTER MIGRATESLOTS`, Redis 8.4's `CLUSTER MIGRATION IMPORT`),
+    /// emulated on servers that lack it, as a client sees it: no `ASK`
+    /// ever. The source's writes are paused (`CLIENT PAUSE ms WRITE`, up to
+    /// `pause`), the slot's keys are copied to the target (`DUMP`, a read
+    /// the pause lets through, then `RESTORE` after `ASKING` on the
+    /// importing target), the final sync takes `final_sync` in all (a large
+    /// slot's), the target takes the slot with a new epoch, and
+    /// once the source has heard (and dropped its copies, as a node does
+    /// for a slot it lost), its writes resume: held writes to the slot are
+    /// then answered `MOVED`. Returns how long the writes were paused.
+    ///
+    /// # Errors
+    /// A node refused, or the source never heard within the pause.
+    pub fn atomic_migration(
+        &self,
+        slot: u16,
+        to: usize,
+        pause: Duration,
+        final_sync: Duration,
+    ) -> io::Result<Duration> {
+        let from = self.owner_index(slot)?;
+        let mut source = self.conn(from)?;
+        let mut target = self.conn(to)?;
+        let ms = pause.as_millis().to_string();
+        let paused_at = std::time::Instant::now();
+        ok(
+            source.command(&[b"CLIENT", b"PAUSE", ms.as_bytes(), b"WRITE"])?,
+            "CLIENT PAUSE",
+        )?;
+        self.set_slot(to, slot, "IMPORTING", from)?;
+        for key in self.keys_in_slot(from, slot)? {
+            let (Frame::BulkString(dump), Frame::Integer(ttl)) = (
+                source.command(&[b"DUMP", &key])?,
+                source.command(&[b"PTTL", &key])?,
+            ) else {
+                continue; // gone meanwhile
+            };
+            let ttl = ttl.max(0).to_string();
+            let restore: &[&[u8]] = &[b"RESTORE", &key, ttl.as_bytes(), &dump, b"REPLACE"];
+            let replies = target.pipeline([&[&b"ASKING"[..]][..], restore])?;
+            ok(replies.into_iter().nth(1).unwrap_or(Frame::Null), "RESTORE")?;
+        }
+        // The final sync of a large slot takes a while, writes paused.
+        std::thread::sleep(final_sync.saturating_sub(paused_at.elapsed()));
+        // The importing target takes the slot with a new epoch; the
+        // source hears by gossip, gives it up and drops its copies.
+        self.set_slot(to, slot, "NODE", to)?;
+        let bumped = target.command(&[b"CLUSTER", b"BUMPEPOCH"])?;
+        if let Frame::Error(e) = bumped {
+            return Err(io::Error::other(format!("BUMPEPOCH: {e}")));
+        }
+        let target_id = self.ids[to].clone();
+        wait_until("the source hands the slot over", || {
+            let nodes = self.conn(from)?.command(&[b"CLUSTER", b"NODES"])?;
+            Ok(owner_in_nodes(&text(&nodes), slot).as_deref() == Some(target_id.as_str()))
+        })
+        .map_err(|e| {
+            let view = |i: usize| {
+                self.conn(i)
+                    .and_then(|mut c| c.command(&[b"CLUSTER", b"NODES"]))
+                    .map_or_else(|e| e.to_string(), |n| text(&n))
+            };
+            io::Error::other(format!(
+                "{e}; the source's view:\n{}\nthe target's:\n{}",
+                view(from),
+                view(to)
+            ))
+        })?;
+        let paused = paused_at.elapsed();
+        ok(source.command(&[b"CLIENT", b"UNPAUSE"])?, "CLIENT UNPAUSE")?;
+        Ok(paused)
     }
 
     /// Moves `slot` and all its keys from its owner to `to`, in one go.

@@ -13,7 +13,7 @@ use tokio_util::either::Either;
 
 use super::driver::{drive, drive_stream};
 use super::error::ConnError;
-use super::shared::{Reading, Shared, Slot, FAR};
+use super::shared::{Reading, Shared, Slot, SlotKind, Watch, FAR};
 use crate::codec::{Frames, Limits};
 
 /// A live connection, closed when the last handle and the task's last
@@ -52,6 +52,19 @@ impl Connection {
         let _ = self.shared.pushes.set(sink);
     }
 
+    /// Has `watch` ask its node whether it is alive when it stalls, and
+    /// hand reads back while its node holds it (a node's shared
+    /// connection).
+    pub(crate) fn watch_with(&self, watch: Arc<dyn Watch>) {
+        let _ = self.shared.watch.set(watch);
+    }
+
+    /// Whether its node holds it: it owes a reply it has not begun to read
+    /// for a tick, and the node answered on another connection meanwhile.
+    pub(crate) fn is_held(&self) -> bool {
+        self.shared.held.load(Ordering::Relaxed)
+    }
+
     /// Whether the socket is still believed good.
     pub(crate) fn is_alive(&self) -> bool {
         self.shared.alive.load(Ordering::Acquire)
@@ -79,6 +92,20 @@ impl Connection {
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Frames, ConnError> {
+        self.request_as(bytes, replies, until, room, SlotKind::Plain)
+            .await
+    }
+
+    /// [`Self::request_in`] for a request of `kind`: what its time-out
+    /// and a held connection do to it (`zaris_core::hold`).
+    pub(crate) async fn request_as(
+        &self,
+        bytes: &[u8],
+        replies: usize,
+        until: Instant,
+        room: Option<OwnedSemaphorePermit>,
+        kind: SlotKind,
+    ) -> Result<Frames, ConnError> {
         let (done, mut reply) = oneshot::channel();
         let slot = Slot {
             id: 0,
@@ -86,6 +113,7 @@ impl Connection {
             done: Some(done),
             deadline: until,
             _room: room,
+            kind,
         };
         let Some(me) = self.shared.submit(bytes, slot)? else {
             return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));

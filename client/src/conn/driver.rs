@@ -15,7 +15,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::error::ConnError;
-use super::shared::{Shared, Slot, FAR, READ_CHUNK};
+use super::shared::{Shared, Slot, SlotKind, FAR, READ_CHUNK};
+use zaris_core::{at_attempt_time_out, AtTimeOut, Liveness, STALL_TICK};
 
 /// A write is cut at this size; what is left goes in the next.
 pub(super) const MAX_BATCH_BYTES: usize = 64 * 1024;
@@ -190,7 +191,7 @@ impl Driver {
     /// and arms for the next; on a caller's earlier deadline, re-arms.
     pub(super) fn keep_time(
         &mut self,
-        shared: &Shared,
+        shared: &Arc<Shared>,
         timer: Pin<&mut tokio::time::Sleep>,
         fired: bool,
     ) {
@@ -198,24 +199,51 @@ impl Driver {
         if fired {
             let now = Instant::now();
             let mut next: Option<Instant> = None;
+            let liveness = Shared::liveness(&state, now);
             for slot in &mut state.slots {
                 if !slot.waited() {
                     continue;
                 }
-                if slot.deadline <= now {
-                    if let Some(done) = slot.done.take() {
-                        let _ = done.send(Err(ConnError::TimedOut));
+                let until = match (slot.deadline <= now, slot.kind) {
+                    (false, _) => slot.deadline,
+                    (true, SlotKind::Write { last }) if last > now => {
+                        match at_attempt_time_out(false, liveness) {
+                            // Held by a node that answers: it waits on,
+                            // looked at again each tick.
+                            AtTimeOut::WaitOn => last.min(now + STALL_TICK),
+                            AtTimeOut::GiveUp => {
+                                let _ = slot.done.take().map(|d| d.send(Err(ConnError::TimedOut)));
+                                continue;
+                            }
+                        }
                     }
-                } else {
-                    next = Some(next.map_or(slot.deadline, |n| n.min(slot.deadline)));
-                }
+                    (true, kind) => {
+                        let why = match (kind, liveness) {
+                            (SlotKind::Write { .. }, Liveness::Answered) => ConnError::Held,
+                            _ => ConnError::TimedOut,
+                        };
+                        let _ = slot.done.take().map(|d| d.send(Err(why)));
+                        continue;
+                    }
+                };
+                next = Some(next.map_or(until, |n| n.min(until)));
             }
+            // A watched connection owing replies is looked at every tick.
+            if shared.watch.get().is_some() && !state.slots.is_empty() {
+                let tick = now + STALL_TICK;
+                next = Some(next.map_or(tick, |n| n.min(tick)));
+            }
+            let check = shared.tick(&mut state, now);
             state.armed = next;
             state.rearm = false;
             self.timed = false;
             if let Some(at) = next {
                 timer.reset(at);
                 self.timed = true;
+            }
+            drop(state);
+            if check {
+                shared.check();
             }
         } else if state.rearm {
             state.rearm = false;

@@ -33,6 +33,13 @@ pub(crate) enum ConnError {
     /// Not sent: the node already held `max_in_flight_per_node` requests
     /// and none drained in time (or the map moved the slot meanwhile).
     Saturated(String),
+    /// A read on a connection its node holds (a write ahead of it is
+    /// paused): handed back, to be sent on another connection.
+    Moved,
+    /// A write its node still holds (it answers on other connections:
+    /// paused, or busy) when its request's deadline came: it may or may not
+    /// be applied, and it was not sent again.
+    Held,
 }
 
 impl ConnError {
@@ -41,7 +48,10 @@ impl ConnError {
         match self {
             ConnError::Refused(_) | ConnError::Unresolved(_) => TransportFailure::ConnectionRefused,
             ConnError::Reset(_) => TransportFailure::ConnectionReset,
-            ConnError::TimedOut | ConnError::Superseded(_) => TransportFailure::TimedOut,
+            ConnError::TimedOut | ConnError::Superseded(_) | ConnError::Held => {
+                TransportFailure::TimedOut
+            }
+            ConnError::Moved => TransportFailure::ConnectionReset,
             ConnError::Saturated(_) => TransportFailure::NodeUnavailable,
             ConnError::Protocol(_)
             | ConnError::Rejected(_)
@@ -63,6 +73,10 @@ impl std::fmt::Display for ConnError {
             ConnError::Tls(e) => write!(f, "TLS: {e}"),
             ConnError::Unresolved(e) => f.write_str(e),
             ConnError::Saturated(why) => write!(f, "not sent: {why}"),
+            ConnError::Moved => f.write_str("held behind a paused request: sent on another connection"),
+            ConnError::Held => f.write_str(
+                "the node still holds the request (it answers on other connections: paused, or busy)",
+            ),
             ConnError::Superseded(to) => {
                 write!(f, "no reply yet, and its slot is {to}: stopped waiting")
             }

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -28,6 +28,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
+use zaris_core::{Liveness, Progress, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY, STALL_TICK};
 
 use super::error::ConnError;
 use crate::codec::{take_frames, Frame, Frames, Limits};
@@ -62,6 +63,28 @@ pub(super) struct Slot {
     /// replies come or the connection ends, whether or not its caller
     /// still waits: a reply owed is a request the node still holds.
     pub(super) _room: Option<OwnedSemaphorePermit>,
+    /// What its time-out and a held connection do to it.
+    pub(super) kind: SlotKind,
+}
+
+/// What a request is to a connection that its node holds
+/// (`zaris_core::hold`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotKind {
+    /// Timed out at its deadline, whatever the node says; never moved.
+    Plain,
+    /// Reads only: harmless to send again. On a held connection it is
+    /// handed back to be sent on another ([`ConnError::Moved`]); its time-out
+    /// stands.
+    Read,
+    /// A write (or a batch holding one). At its time-out, on a node that
+    /// answered lately, it waits on, to `last` (its request's deadline):
+    /// the node holds it and will apply it; past `last` its caller hears
+    /// [`ConnError::Held`].
+    Write { last: Instant },
+    /// A read handed back to be sent elsewhere: its reply here, when it
+    /// comes, goes to no one, unsaid.
+    Moved,
 }
 
 impl Slot {
@@ -91,6 +114,16 @@ pub(super) struct State {
     /// The task answered several callers and yields before it writes
     /// again: their next requests wait for that write, not go alone.
     pub(super) gathering: bool,
+    /// Where it stood at the watcher's last tick (`None`: it owed nothing).
+    pub(super) stall: Option<Progress>,
+    /// Its node answered a check, on another connection, while this one
+    /// was stalled; the answer vouches for it until then.
+    pub(super) alive_until: Option<Instant>,
+    /// Its node did not answer the last check.
+    pub(super) silent: bool,
+    /// A check is under way, or the last began then.
+    pub(super) checked_at: Option<Instant>,
+    pub(super) checking: bool,
 }
 
 pub(super) struct Shared {
@@ -115,6 +148,27 @@ pub(super) struct Shared {
     pub(super) addr: String,
     /// Where its pushes go, once it tracks keys (`CLIENT TRACKING ON`).
     pub(super) pushes: OnceLock<Arc<dyn PushSink>>,
+    /// Who asks its node whether it is alive when it stalls: set on a
+    /// node's shared connection, whose requests it routes.
+    pub(super) watch: OnceLock<Arc<dyn Watch>>,
+    /// Bytes read from it so far: a long reply still coming is progress.
+    pub(super) bytes_read: AtomicU64,
+    /// Stalled, and its node answered on another connection: it holds
+    /// this one's oldest request (paused, or a `WAIT`), so reads go
+    /// elsewhere. Cleared by its next reply.
+    pub(super) held: AtomicBool,
+}
+
+/// Asks a node, on a connection other than the stalled one, whether it is
+/// alive, and hears when that connection is free again.
+pub(crate) trait Watch: Send + Sync {
+    /// Whether the node answered within `zaris_core::ALIVE_CHECK_TIMEOUT`.
+    fn ask(self: Arc<Self>) -> Pin<Box<dyn Future<Output = bool> + Send + 'static>>;
+    /// The node holds the connection (`first`: it did not a moment ago);
+    /// `reads` waiting on it were handed back to go elsewhere.
+    fn held(&self, first: bool, reads: usize);
+    /// The connection it held answered again.
+    fn freed(&self);
 }
 
 impl Shared {
@@ -130,6 +184,9 @@ impl Shared {
             tcp,
             addr: addr.to_owned(),
             pushes: OnceLock::new(),
+            watch: OnceLock::new(),
+            bytes_read: AtomicU64::new(0),
+            held: AtomicBool::new(false),
         })
     }
 
@@ -209,6 +266,10 @@ impl Shared {
         if let Some(why) = &state.ended {
             return Err(why.clone());
         }
+        // Held since the caller looked: it goes elsewhere.
+        if slot.kind == SlotKind::Read && self.held.load(Ordering::Relaxed) {
+            return Err(ConnError::Moved);
+        }
         slot.id = state.next_id;
         state.next_id += 1;
         let mut rest = bytes;
@@ -222,6 +283,12 @@ impl Shared {
         }
         state.slots.push_back(slot);
         let mut wake = false;
+        // A watched connection is looked at every tick while it owes
+        // replies (the clock read only when its timer is idle).
+        let deadline = match (state.armed, self.watch.get()) {
+            (None, Some(_)) => deadline.min(Instant::now() + STALL_TICK),
+            _ => deadline,
+        };
         if state.armed.is_none_or(|at| deadline < at) {
             state.armed = Some(deadline);
             state.rearm = true;
@@ -291,6 +358,122 @@ impl Shared {
             .is_ready()
         {
             self.wake();
+        }
+    }
+}
+
+impl Shared {
+    /// At the watcher's tick (`now`, owing replies): whether the
+    /// connection is stalled and its node should be asked now whether it
+    /// is alive (not while a check is under way, and at most every
+    /// `ALIVE_CHECK_EVERY`). Notes where it stands for the next tick.
+    pub(super) fn tick(&self, state: &mut State, now: Instant) -> bool {
+        let Some(front) = state.slots.front() else {
+            state.stall = None;
+            return false;
+        };
+        let progress = Progress {
+            front: front.id,
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+        };
+        let stalled = zaris_core::stalled(state.stall, progress);
+        state.stall = Some(progress);
+        if !stalled || state.checking || self.watch.get().is_none() {
+            return false;
+        }
+        if state
+            .checked_at
+            .is_some_and(|at| now.saturating_duration_since(at) < ALIVE_CHECK_EVERY)
+        {
+            return false;
+        }
+        state.checking = true;
+        state.checked_at = Some(now);
+        true
+    }
+
+    /// What the node said lately, at `now`.
+    pub(super) fn liveness(state: &State, now: Instant) -> Liveness {
+        match state.alive_until {
+            Some(until) if until > now => Liveness::Answered,
+            _ if state.silent => Liveness::Silent,
+            _ => Liveness::Unknown,
+        }
+    }
+
+    /// Asks the node whether it is alive (on another connection, through
+    /// the watch), and acts on the answer: a node that answers while this
+    /// connection is still stalled holds it; its reads are handed back to
+    /// be sent elsewhere, and new reads go elsewhere until it answers.
+    pub(super) fn check(self: &Arc<Self>) {
+        let Some(watch) = self.watch.get() else {
+            return;
+        };
+        let asked = watch.clone().ask();
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let alive = asked.await;
+            let stalled = {
+                let mut state = shared.lock();
+                state.checking = false;
+                state.silent = !alive;
+                state.alive_until = alive.then(|| Instant::now() + ALIVE_ANSWER_FRESH);
+                // Still stalled where the tick saw it: nothing read since.
+                let now = state.slots.front().map(|front| Progress {
+                    front: front.id,
+                    bytes_read: shared.bytes_read.load(Ordering::Relaxed),
+                });
+                alive && now.is_some() && now == state.stall
+            };
+            if stalled {
+                shared.hold();
+            } else if !alive {
+                tracing::debug!(
+                    addr = shared.addr,
+                    "a stalled connection's node did not answer"
+                );
+            }
+        });
+    }
+
+    /// Its node holds it: reads go elsewhere from now, and those waiting
+    /// here are handed back to be sent there.
+    fn hold(&self) {
+        let (first, moved) = {
+            let mut state = self.lock();
+            // Set under the lock: a read submitted after it finds it.
+            let first = !self.held.swap(true, Ordering::Relaxed);
+            let mut moved = Vec::new();
+            for slot in &mut state.slots {
+                if slot.kind == SlotKind::Read && slot.waited() {
+                    slot.kind = SlotKind::Moved;
+                    moved.extend(slot.done.take());
+                }
+            }
+            (first, moved)
+        };
+        if first {
+            tracing::info!(
+                addr = self.addr,
+                reads = moved.len(),
+                "a node holds a request (paused?): reads go on another connection"
+            );
+        }
+        if let Some(watch) = self.watch.get() {
+            watch.held(first, moved.len());
+        }
+        for done in moved {
+            let _ = done.send(Err(ConnError::Moved));
+        }
+    }
+
+    /// A reply came on a held connection: it is free again.
+    fn freed(&self) {
+        if self.held.swap(false, Ordering::Relaxed) {
+            tracing::info!(addr = self.addr, "a held connection answers again");
+            if let Some(watch) = self.watch.get() {
+                watch.freed();
+            }
         }
     }
 }
@@ -465,6 +648,9 @@ impl Reader {
         };
         self.parsed.clear();
         let slots = self.answered_slots.len();
+        if slots > 0 && shared.held.load(Ordering::Relaxed) {
+            shared.freed();
+        }
         let mut mine = None;
         for (mut slot, reply) in self.answered_slots.drain(..) {
             if me == Some(slot.id) {
@@ -472,7 +658,12 @@ impl Reader {
                 continue;
             }
             let sent = slot.done.take().map(|done| done.send(reply).is_ok());
-            if sent != Some(true) {
+            if slot.kind == SlotKind::Moved {
+                tracing::debug!(
+                    addr,
+                    "a reply came for a read sent again elsewhere; dropped"
+                );
+            } else if sent != Some(true) {
                 // Its caller gave up (a time-out, a dropped future):
                 // whatever the reply carried goes to no one, so say so.
                 tracing::warn!(
@@ -520,6 +711,7 @@ impl Reader {
                     Ok(got)
                 }
             });
+            shared.bytes_read.fetch_add(got as u64, Ordering::Relaxed);
             let drained = match read {
                 Ok(0) => return Err(self.closed(addr)),
                 Ok(_) => false,

@@ -17,7 +17,7 @@ use zaris_core::{KvStatus, Outcome, RouteError};
 use super::retry::InFlight;
 use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
-use crate::conn::{ConnError, FAR};
+use crate::conn::{ConnError, SlotKind, FAR};
 use crate::failure::{read_reply, route_failure, wait_failed, Failure, Inside, Reading};
 use crate::inner::Inner;
 use crate::metrics;
@@ -154,7 +154,7 @@ impl Inner {
         started: Instant,
         now: Instant,
     ) -> Result<Frames, ConnError> {
-        let until = self.attempt_until(share, started, now);
+        let (until, last) = self.attempt_until(share, started, now);
         // The slots the map may move, for the slow paths below.
         let slots = || -> SmallVec<[u16; 1]> {
             share
@@ -179,11 +179,13 @@ impl Inner {
         let racing = !share.dedicated && share.node.unanswered();
         let slots = if racing { slots() } else { SmallVec::new() };
         if slots.is_empty() {
-            return self.write_share(share, requests, round, until, room).await;
+            return self
+                .write_share(share, requests, round, (until, last), room)
+                .await;
         }
         Box::pin(async {
             tokio::select! {
-                sent = self.write_share(share, requests, round, until, room) => sent,
+                sent = self.write_share(share, requests, round, (until, last), room) => sent,
                 to = self.owner_moves(&share.node, &slots) => {
                     Counters::bump(&self.counters.attempts_abandoned);
                     tracing::info!(from = %share.node.addr, %to, "stopped waiting on a silent node");
@@ -234,8 +236,14 @@ impl Inner {
 
     /// When the share's attempt, sent `now`, gives up: after the attempt
     /// time-out (a blocking command's own bound instead), never past the
-    /// tightest of its members' deadlines.
-    pub(super) fn attempt_until(&self, share: &Share, started: Instant, now: Instant) -> Instant {
+    /// tightest of its members' deadlines; and that deadline, to which a
+    /// write its node holds waits on (`zaris_core::at_attempt_time_out`).
+    pub(super) fn attempt_until(
+        &self,
+        share: &Share,
+        started: Instant,
+        now: Instant,
+    ) -> (Instant, Instant) {
         // A blocking command, alone in its share, may wait its whole deadline.
         let limit = if share.dedicated {
             BLOCKING_WITHOUT_DEADLINE
@@ -244,7 +252,10 @@ impl Inner {
         };
         let until = now + limit.min(FAR);
         // Every member's deadline, reckoned once.
-        self.deadline_of(started).map_or(until, |d| d.min(until))
+        match self.deadline_of(started) {
+            Some(deadline) => (deadline.min(until), deadline),
+            None => (until, now + FAR),
+        }
     }
 
     /// Resolves, saying where the slot went, once the map names another
@@ -281,15 +292,33 @@ impl Inner {
         share: &Share,
         requests: &R,
         round: &[InFlight],
-        until: Instant,
+        (until, last): (Instant, Instant),
         room: Option<OwnedSemaphorePermit>,
     ) -> Result<Frames, ConnError> {
         let index = |at: usize| round[at].index;
+        // Reads alone may go on another connection if the node holds this
+        // one; a write waits on there (`zaris_core::hold`).
+        let kind = if share
+            .members
+            .iter()
+            .all(|&(at, _)| requests.read(index(at)))
+        {
+            SlotKind::Read
+        } else {
+            SlotKind::Write { last }
+        };
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = share.members[..] {
             let i = index(at);
             return self
-                .send_on(share, requests.bytes(i), requests.replies(i), until, room)
+                .send_on(
+                    share,
+                    requests.bytes(i),
+                    requests.replies(i),
+                    until,
+                    room,
+                    kind,
+                )
                 .await;
         }
         let size = share
@@ -307,7 +336,8 @@ impl Inner {
             bytes.extend_from_slice(requests.bytes(index(at)));
             replies += requests.replies(index(at));
         }
-        self.send_on(share, &bytes, replies, until, room).await
+        self.send_on(share, &bytes, replies, until, room, kind)
+            .await
     }
 
     /// `bytes` on the share's node: its shared connection (holding `room`
@@ -320,6 +350,7 @@ impl Inner {
         replies: usize,
         until: Instant,
         room: Option<OwnedSemaphorePermit>,
+        kind: SlotKind,
     ) -> Result<Frames, ConnError> {
         // Dedicated connections and connecting are rare, and boxed, as in
         // `send_share`.
@@ -344,13 +375,37 @@ impl Inner {
                         Box::pin(share.node.connection(timeout, &self.config.conn)).await?
                     }
                 };
-                conn.request_in(bytes, replies, until, room).await
+                if kind == SlotKind::Read && conn.is_held() {
+                    share.node.side.moved_read();
+                    return Box::pin(self.send_aside(share, bytes, replies, until)).await;
+                }
+                match conn.request_as(bytes, replies, until, room, kind).await {
+                    // Held behind a paused write: sent again elsewhere.
+                    Err(ConnError::Moved) => {
+                        Box::pin(self.send_aside(share, bytes, replies, until)).await
+                    }
+                    sent => sent,
+                }
             }
             .await;
             share.node.note_reply(&sent);
             metrics::attempt(&share.node.addr, began, share.node.in_flight());
             sent
         }
+    }
+
+    /// Reads on the share's node's side connection, while its shared one
+    /// is held (docs/behaviour.md §5, "Paused nodes").
+    async fn send_aside(
+        &self,
+        share: &Share,
+        bytes: &[u8],
+        replies: usize,
+        until: Instant,
+    ) -> Result<Frames, ConnError> {
+        let timeout = until.saturating_duration_since(Instant::now());
+        let conn = share.node.side.connection(timeout).await?;
+        conn.request_in(bytes, replies, until, None).await
     }
 
     /// What the replies of an attempt on `node` come to.
