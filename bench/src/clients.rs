@@ -330,6 +330,15 @@ const INTRO: &str = "<header>\n<h1>Client benchmark</h1>\n<p>Zaris's client agai
 pub fn render(runs: &[ClientRun]) -> Result<String> {
     let mut html = start("Zaris client benchmark: Zaris, fred and redis-rs per commit");
     html.push_str(INTRO);
+    // A run may have measured the pause alone (`--no-single
+    // --no-pipeline`): the counts come from the runs that have them.
+    let pause_runs = runs;
+    let runs: Vec<ClientRun> = runs
+        .iter()
+        .filter(|r| !r.rows.is_empty())
+        .cloned()
+        .collect();
+    let runs = &runs[..];
     let Some(latest) = runs.last() else {
         html.push_str(
             "<p id=\"no-runs\">No client run is recorded yet: <code>just bench-client</code> records one.</p>\n\
@@ -340,7 +349,7 @@ pub fn render(runs: &[ClientRun]) -> Result<String> {
     contents(&mut html, latest);
     verdict_section(&mut html, latest);
     latest_section(&mut html, latest);
-    pause_section(&mut html, runs);
+    pause_section(&mut html, pause_runs);
     let _ = writeln!(
         html,
         "<h2 id=\"per-commit\">Per commit</h2>\n<p>Each scenario's counts over the last {RUNS_SHOWN} \
@@ -777,6 +786,16 @@ mod tests {
         assert!(render(&[runs[0].clone()])
             .unwrap()
             .contains("id=\"client-pause\""));
+        // A run that measured the pause alone: its table, and the verdicts
+        // of the last run that measured the rest.
+        let mut pause_only = runs[1].clone();
+        pause_only.rows.clear();
+        pause_only.commit = "ccc".into();
+        pause_only.pauses[0].paused_max_read_ms = 90.0;
+        let html = render(&[runs[1].clone(), pause_only]).unwrap();
+        assert!(html.contains("<p>Measured at commit ccc,"));
+        assert!(html.contains("<p id=\"client-machine\">The latest run: commit bbb,"));
+        assert!(html.contains(r#"<td data-label="longest read">90 ms</td>"#));
         assert!(render(&[])
             .unwrap()
             .contains("No client run is recorded yet"));

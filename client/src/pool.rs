@@ -312,7 +312,12 @@ impl Node {
             match spare {
                 Some(conn) if conn.is_alive() => return Ok(conn),
                 Some(_) => {}
-                None => return Ok(Arc::new(self.dial(timeout, options).await?)),
+                None => {
+                    let conn = Arc::new(self.dial(timeout, options).await?);
+                    // A transaction's `EXEC` its node holds waits on too.
+                    self.side.watch(&conn, options);
+                    return Ok(conn);
+                }
             }
         }
     }

@@ -96,16 +96,20 @@ pub(crate) enum Plant {
     IncrementRepeated,
     /// A map taken from the node that covers the fewest slots.
     MapFromFewerSlots,
+    /// A write timed out sent again whatever its node answered: a paused
+    /// node taken for a dead one (its held copy lands too).
+    ResentAfterTimeOut,
 }
 
 impl Plant {
     #[cfg_attr(not(feature = "sim"), allow(dead_code))]
-    const ALL: [(Plant, &'static str); 5] = [
+    const ALL: [(Plant, &'static str); 6] = [
         (Plant::SwappedReplies, "swapped-replies"),
         (Plant::ConflictRetried, "conflict-retried"),
         (Plant::AskingForgotten, "asking-forgotten"),
         (Plant::IncrementRepeated, "increment-repeated"),
         (Plant::MapFromFewerSlots, "map-from-fewer-slots"),
+        (Plant::ResentAfterTimeOut, "resent-after-time-out"),
     ];
 }
 

@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -33,6 +33,9 @@ pub(crate) struct Side {
     /// because of it.
     times_held: AtomicU64,
     reads_moved: AtomicU64,
+    /// Connections of the node held now (its shared one, a transaction's):
+    /// the side connection is let go when none is.
+    holding: AtomicUsize,
 }
 
 impl Side {
@@ -44,6 +47,7 @@ impl Side {
             dialing: Mutex::new(()),
             times_held: AtomicU64::new(0),
             reads_moved: AtomicU64::new(0),
+            holding: AtomicUsize::new(0),
         }
     }
 
@@ -80,7 +84,8 @@ impl Side {
         self.conn.load_full().filter(|c| c.is_alive())
     }
 
-    /// Counts a read sent here because the shared connection was held.
+    /// Counts a read sent here because its connection was held (waiting
+    /// there, or about to be sent).
     pub(crate) fn moved_read(&self) {
         self.reads_moved.fetch_add(1, Ordering::Relaxed);
     }
@@ -114,15 +119,16 @@ impl Watch for Side {
         })
     }
 
-    fn held(&self, first: bool, reads: usize) {
-        if first {
-            self.times_held.fetch_add(1, Ordering::Relaxed);
-        }
-        self.reads_moved.fetch_add(reads as u64, Ordering::Relaxed);
+    fn held(&self) {
+        self.times_held.fetch_add(1, Ordering::Relaxed);
+        self.holding.fetch_add(1, Ordering::AcqRel);
     }
 
     fn freed(&self) {
-        // Closed once the reads on it are answered.
-        self.conn.store(None);
+        // Let go with the last held connection: closed once the reads on
+        // it are answered.
+        if self.holding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.conn.store(None);
+        }
     }
 }

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 
 use crate::codec::{encode, Frame};
-use crate::conn::{ConnError, Connection};
+use crate::conn::{ConnError, Connection, SlotKind};
 use crate::failure::{
     conn_error, conn_failure, read_reply, route_failure, Failure, Inside, Reading,
 };
@@ -141,7 +141,15 @@ impl Client {
                 .map(|c| c.iter().map(Vec::as_slice).collect())
                 .collect();
             transaction_slot(&commands, Some(slot))?;
-            let ran = run_block(inner, &conn, &node.addr, &commands, timeout).await;
+            let ran = run_block(
+                inner,
+                &conn,
+                &node.addr,
+                &commands,
+                timeout,
+                state.deadline(),
+            )
+            .await;
             if matches!(ran, Ran::Applied(_) | Ran::WatchedChanged) {
                 // EXEC ended the watch: the connection is clean again.
                 node.give_back(conn);
@@ -246,7 +254,7 @@ impl Transaction {
             else {
                 continue;
             };
-            match run_block(inner, &conn, &node.addr, &refs, timeout).await {
+            match run_block(inner, &conn, &node.addr, &refs, timeout, state.deadline()).await {
                 Ran::Applied(values) => return Ok(values),
                 Ran::NotApplied(failure) => inner.after_failure(&mut state, failure).await?,
                 Ran::WatchedChanged => {
@@ -332,11 +340,20 @@ async fn run_block(
     addr: &str,
     commands: &[Vec<&[u8]>],
     timeout: std::time::Duration,
+    deadline: Option<tokio::time::Instant>,
 ) -> Ran {
     let mut block: Vec<&[&[u8]]> = vec![&[b"MULTI"]];
     block.extend(commands.iter().map(Vec::as_slice));
     block.push(&[b"EXEC"]);
-    let frames = match conn.request(&encode(&block), block.len(), timeout).await {
+    // A block its node holds (a write pause) waits on, to the deadline:
+    // it was not lost, and must not run twice.
+    let until = tokio::time::Instant::now() + timeout.min(crate::conn::FAR);
+    let last = deadline.unwrap_or(until);
+    let kind = SlotKind::Write { last };
+    let frames = match conn
+        .request_as(&encode(&block), block.len(), until, None, kind)
+        .await
+    {
         Ok(frames) => frames,
         // The write may not have left: a closed connection before sending
         // surfaces as refused; anything else is ambiguous.

@@ -15,11 +15,12 @@
 //!   there again (a read is harmless to repeat); writes stay where they
 //!   are, in order, behind the one held;
 //! - **what an attempt's time-out means** ([`at_attempt_time_out`]): a
-//!   write on a node that answers is still held there and will be applied
-//!   when the pause ends, so it is waited for, to the request's deadline,
-//!   never sent again; on a node that does not answer (killed, frozen,
-//!   cut off) the time-out stands and the retry loop decides as for any
-//!   lost reply.
+//!   write's node not asked lately is asked then, and the time-out waits
+//!   for the answer; a write on a node that answers is still held there
+//!   and will be applied when the pause ends, so it is waited for, to the
+//!   request's deadline, never sent again; on a node that does not answer
+//!   (killed, frozen, cut off) the time-out stands and the retry loop
+//!   decides as for any lost reply.
 //!
 //! ```
 //! use zaris_core::{at_attempt_time_out, lane, stalled, AtTimeOut, Lane, Liveness, Progress};
@@ -29,6 +30,7 @@
 //! assert!(!stalled(Some(before), Progress { bytes_read: 1_300, ..before }));
 //! assert_eq!(at_attempt_time_out(false, Liveness::Answered), AtTimeOut::WaitOn);
 //! assert_eq!(at_attempt_time_out(false, Liveness::Silent), AtTimeOut::GiveUp);
+//! assert_eq!(at_attempt_time_out(false, Liveness::Unknown), AtTimeOut::Ask);
 //! assert_eq!(at_attempt_time_out(true, Liveness::Answered), AtTimeOut::GiveUp);
 //! assert_eq!(lane(true), Lane::Side);
 //! ```
@@ -75,10 +77,11 @@ pub enum Liveness {
     /// It answered, lately ([`ALIVE_ANSWER_FRESH`]): paused or busy, it
     /// holds what it was sent.
     Answered,
-    /// It did not answer within [`ALIVE_CHECK_TIMEOUT`], or refused the
-    /// connection: it may have lost what it was sent.
+    /// It did not answer within [`ALIVE_CHECK_TIMEOUT`] (or answered an
+    /// error: `BUSY`, `LOADING`), or refused the connection, lately: it
+    /// may have lost what it was sent.
     Silent,
-    /// Not asked yet, or not lately.
+    /// Not asked yet, not lately, or the answer is still to come.
     Unknown,
 }
 
@@ -92,6 +95,10 @@ pub enum AtTimeOut {
     /// request waits for the reply, to its deadline; past that, the caller
     /// is told it may or may not have been applied. It is never sent again.
     WaitOn,
+    /// Its node was not asked lately: it is asked now, and the time-out
+    /// waits for the answer (at most [`ALIVE_CHECK_TIMEOUT`]; unanswered
+    /// by then, it is [`AtTimeOut::GiveUp`]).
+    Ask,
 }
 
 /// What the time-out of an attempt on a node that said `node` comes to.
@@ -101,8 +108,9 @@ pub enum AtTimeOut {
 #[must_use]
 pub const fn at_attempt_time_out(movable: bool, node: Liveness) -> AtTimeOut {
     match (movable, node) {
+        (true, _) | (false, Liveness::Silent) => AtTimeOut::GiveUp,
         (false, Liveness::Answered) => AtTimeOut::WaitOn,
-        _ => AtTimeOut::GiveUp,
+        (false, Liveness::Unknown) => AtTimeOut::Ask,
     }
 }
 
@@ -158,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_write_on_a_node_that_answers_is_waited_on() {
+    fn only_a_write_on_a_node_that_answers_is_waited_on_and_one_not_asked_is_asked() {
         for node in [Liveness::Answered, Liveness::Silent, Liveness::Unknown] {
             assert_eq!(
                 at_attempt_time_out(true, node),
@@ -176,7 +184,7 @@ mod tests {
         );
         assert_eq!(
             at_attempt_time_out(false, Liveness::Unknown),
-            AtTimeOut::GiveUp
+            AtTimeOut::Ask
         );
     }
 

@@ -33,6 +33,8 @@ pub fn proof_of(kind: EventKind) -> &'static str {
         EventKind::CutOneWay => "replies held by a one-way cut",
         EventKind::Trickle => "bytes trickled",
         EventKind::NodesReplaced => "nodes joined at a new address",
+        EventKind::WritePause | EventKind::WritePauseLong => "writes held by a pause",
+        EventKind::AtomicMigration => "atomic slot migrations",
     }
 }
 

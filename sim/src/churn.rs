@@ -336,6 +336,53 @@ impl Churn for SimCluster {
         Ok(())
     }
 
+    async fn pause_writes(&self, i: usize, pause: Duration) -> io::Result<()> {
+        self.note("write-pause", i, &format!("{} ms", pause.as_millis()));
+        let mut m = self.model.borrow_mut();
+        m.nodes[i].paused = Some((now() + pause, None));
+        m.count("write pauses", 1);
+        Ok(())
+    }
+
+    async fn atomic_migration(
+        &self,
+        slot: u16,
+        to: usize,
+        pause: Duration,
+        final_sync: Duration,
+    ) -> io::Result<bool> {
+        // The target imports in the background, the keys invisible there
+        // (it does not serve the slot); then the source pauses the slot's
+        // writes for the final sync, and hands the slot over, or gives the
+        // migration up past its pause time-out.
+        let from = self.owner_index(slot).await?;
+        self.note(
+            "atomic-migration",
+            from,
+            &format!(
+                "slot {slot} to node {to}, final sync {} ms",
+                final_sync.as_millis()
+            ),
+        );
+        self.model.borrow_mut().nodes[from].paused = Some((now() + pause, Some(slot)));
+        tokio::time::sleep(final_sync.min(pause)).await;
+        if final_sync > pause {
+            let mut m = self.model.borrow_mut();
+            m.nodes[from].paused = None;
+            m.poke(from);
+            m.count("atomic migrations given up", 1);
+            return Ok(false);
+        }
+        let keys = self.model.borrow().keys_in(from, slot, usize::MAX);
+        self.migrate_keys(from, to, &keys).await?;
+        self.finish_migration(slot, to).await?;
+        let mut m = self.model.borrow_mut();
+        m.nodes[from].paused = None;
+        m.poke(from);
+        m.count("atomic slot migrations", 1);
+        Ok(true)
+    }
+
     async fn wait_healthy(&self) -> io::Result<()> {
         self.converge("the cluster healthy again", |m| {
             let t = &m.truth;

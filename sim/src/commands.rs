@@ -93,6 +93,39 @@ fn keys_of(name: &str, args: &[Vec<u8>]) -> Option<(Vec<Vec<u8>>, bool)> {
 }
 
 impl Model {
+    /// How long node `node`'s write pause still holds command `args` of
+    /// connection `conn` (`None`: it runs now). As Redis: a write waits,
+    /// inside `MULTI` too, and so does an `EXEC` of queued writes; a read
+    /// or a `PING` does not; a pause of one slot (an atomic migration's)
+    /// holds the writes of that slot only.
+    #[must_use]
+    pub fn held_by_pause(&self, conn: u64, node: usize, args: &[Vec<u8>]) -> Option<Duration> {
+        let (until, slot) = self.nodes[node].paused?;
+        let left = until.checked_sub(now()).filter(|d| !d.is_zero())?;
+        let name = upper(args.first()?);
+        let commands: Vec<Vec<Vec<u8>>> = if name == "EXEC" {
+            self.conns
+                .get(&conn)
+                .and_then(|c| c.multi.as_ref())
+                .map(|(queued, _)| queued.clone())
+                .unwrap_or_default()
+        } else {
+            vec![args.to_vec()]
+        };
+        let held = commands.iter().any(|command| {
+            let Some(first) = command.first() else {
+                return false;
+            };
+            match keys_of(&upper(first), command) {
+                Some((keys, true)) => {
+                    slot.is_none_or(|s| keys.first().is_some_and(|k| slot_for_key(k) == s))
+                }
+                _ => false,
+            }
+        });
+        held.then_some(left)
+    }
+
     /// Whether `key` holds a live value on node `i`.
     fn exists(&self, i: usize, key: &[u8]) -> bool {
         self.get(i, key).is_some()

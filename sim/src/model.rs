@@ -143,6 +143,9 @@ pub struct Node {
     pub life: Life,
     /// `SIGSTOP`ped.
     pub frozen: bool,
+    /// Its writes paused until then (`CLIENT PAUSE ms WRITE`), all of them
+    /// or (an atomic slot migration's final sync) those of one slot.
+    pub paused: Option<(Duration, Option<u16>)>,
     /// Cut off from everyone (clients and the cluster bus).
     pub partitioned: bool,
     /// The network faults in front of it.
@@ -201,6 +204,7 @@ impl Node {
     pub fn wipe(&mut self) {
         self.data.clear();
         self.scripts.clear();
+        self.paused = None;
         self.migrating.clear();
         self.importing.clear();
         self.tracking.clear();
@@ -326,6 +330,7 @@ impl Model {
                 port: FIRST_PORT + i as u16,
                 life: if i < members { Life::Up } else { Life::Off },
                 frozen: false,
+                paused: None,
                 partitioned: false,
                 faults: Faults::HEALTHY,
                 generation: 0,

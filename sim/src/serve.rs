@@ -127,6 +127,31 @@ async fn read(model: Shared, id: u64, mut reader: OwnedReadHalf) {
         }
         match take_command(&mut buf) {
             Ok(Some(args)) => {
+                // A write pause holds a write, and everything behind it on
+                // this connection; the node stays alive and answers others.
+                let mut counted = false;
+                loop {
+                    let left = model.borrow().held_by_pause(id, node, &args);
+                    let Some(left) = left else { break };
+                    if !counted {
+                        counted = true;
+                        model.borrow_mut().count("writes held by a pause", 1);
+                    }
+                    // Redis still reads a held client's socket: one that
+                    // closes is freed, and its held command never runs (a
+                    // `BLPOP` whose caller gave up pops nothing).
+                    tokio::select! {
+                        () = tokio::time::sleep(left) => {}
+                        () = until(&changed, || closed(&model, id)) => {}
+                        read = reader.read_buf(&mut buf) => match read {
+                            Ok(0) | Err(_) => break 'serve,
+                            Ok(_) => {}
+                        },
+                    }
+                    if closed(&model, id) {
+                        break 'serve;
+                    }
+                }
                 if !run(&model, id, node, &changed, &args).await {
                     break 'serve;
                 }

@@ -4,7 +4,10 @@
 //! them). Routing (`MOVED` by each node's view, from a replica too,
 //! `READONLY`), `CROSSSLOT`, scripts and `NOSCRIPT`, `MULTI`/`EXEC` and
 //! `WATCH`, `WAIT`, lists and blocking pops, a migration step by step
-//! (`ASK`, `ASKING`, `TRYAGAIN`, the hand-over) and a manual failover.
+//! (`ASK`, `ASKING`, `TRYAGAIN`, the hand-over), a write pause (`CLIENT
+//! PAUSE ms WRITE`: a write held, and a read queued behind it on its
+//! connection, while another connection's read and `PING` are answered)
+//! and a manual failover.
 //!
 //! Addresses in redirects are written as node indices (the harness and the
 //! model number nodes alike: masters first, then a replica each), errors
@@ -56,6 +59,13 @@ enum Step {
     Finish,
     /// The key's master is failed over to its replica.
     Failover(&'static str),
+    /// The key's master's writes paused for this many ms.
+    Pause(&'static str, u64),
+    /// Commands sent on connection `conn` of a node, their replies not
+    /// awaited (a pause holds them).
+    SendOnly(At, u8, &'static [&'static str]),
+    /// The replies owed on connection `conn` of a node, this many.
+    Collect(At, u8, usize),
 }
 
 const SET_SCRIPT: &str = "return redis.call('SET', KEYS[1], ARGV[1])";
@@ -149,6 +159,20 @@ const SCENARIO: &[Step] = &[
     Step::Finish,
     Step::Send(At::Source, 0, &[&["GET", "{m}1"]]),
     Step::Send(At::Target, 0, &[&["MGET", "{m}1", "{m}2"]]),
+    // A write pause: the write waits, and so does the read behind it on
+    // its connection; another connection's read (the old value) and PING
+    // are answered meanwhile; then the write lands.
+    Step::Send(At::Owner("p"), 0, &[&["SET", "p", "1"]]),
+    Step::Pause("p", 400),
+    Step::SendOnly(At::Owner("p"), 1, &["SET", "p", "2"]),
+    Step::SendOnly(At::Owner("p"), 1, &["GET", "p"]),
+    Step::Send(
+        At::Owner("p"),
+        0,
+        &[&["GET", "p"], &["PING"], &["LLEN", "l{p}"]],
+    ),
+    Step::Collect(At::Owner("p"), 1, 2),
+    Step::Send(At::Owner("p"), 0, &[&["GET", "p"]]),
     // A manual failover.
     Step::Failover("a"),
     Step::Send(At::Was, 0, &[&["GET", "a"]]),
@@ -266,9 +290,65 @@ fn on_servers(server: &str) -> Vec<String> {
                 cluster.wait_steps_down(roles.was).expect("steps down");
                 cluster.wait_healthy().expect("healthy");
             }
+            Step::Pause(k, ms) => {
+                cluster
+                    .pause_writes(owner(k), Duration::from_millis(ms))
+                    .expect("paused");
+            }
+            Step::SendOnly(At::Owner(k), conn, command) => {
+                let node = owner(k);
+                let c = conns
+                    .entry((node, conn))
+                    .or_insert_with(|| cluster.conn(node).expect("a connection"));
+                let args: Vec<&[u8]> = command.iter().map(|a| a.as_bytes()).collect();
+                c.send([args.as_slice()]).expect("sent");
+            }
+            Step::Collect(At::Owner(k), conn, n) => {
+                let c = conns.get_mut(&(owner(k), conn)).expect("open");
+                let replies = c.replies(n).expect("replies");
+                seen.extend(replies.iter().map(|r| brief(r, &addrs)));
+            }
+            Step::SendOnly(..) | Step::Collect(..) => unreachable!("at a key's owner only"),
         }
     }
     seen
+}
+
+/// The probe's connections to the model's nodes: by node and number, each
+/// with what it read and has not decoded yet.
+struct ModelConns {
+    open: BTreeMap<(usize, u8), (turmoil::net::TcpStream, Vec<u8>)>,
+    addrs: Vec<String>,
+}
+
+impl ModelConns {
+    /// `bytes` on connection `conn` of `node`, opened if new.
+    async fn send(&mut self, node: usize, conn: u8, bytes: &[u8]) -> std::io::Result<()> {
+        if let std::collections::btree_map::Entry::Vacant(free) = self.open.entry((node, conn)) {
+            let stream = turmoil::net::TcpStream::connect(self.addrs[node].as_str()).await?;
+            free.insert((stream, Vec::new()));
+        }
+        let (stream, _) = self.open.get_mut(&(node, conn)).expect("open");
+        stream.write_all(bytes).await
+    }
+
+    /// The next `n` replies on connection `conn` of `node`, as compared.
+    async fn replies(&mut self, node: usize, conn: u8, n: usize) -> std::io::Result<Vec<String>> {
+        let (stream, buf) = self.open.get_mut(&(node, conn)).expect("open");
+        let mut replies = Vec::new();
+        while replies.len() < n {
+            if let Some((frame, used)) = decode(buf).map_err(std::io::Error::other)? {
+                buf.drain(..used);
+                replies.push(brief(&frame, &self.addrs));
+                continue;
+            }
+            let mut chunk = [0u8; 4096];
+            let read = stream.read(&mut chunk).await?;
+            assert!(read > 0, "the model closed the connection");
+            buf.extend_from_slice(&chunk[..read]);
+        }
+        Ok(replies)
+    }
 }
 
 /// The scenario on the model, in turmoil's simulated time.
@@ -285,8 +365,10 @@ fn on_model() -> Vec<String> {
         let (model, seen) = (model.clone(), seen.clone());
         async move {
             let mut cluster = SimCluster::new(model.clone());
-            let mut conns: BTreeMap<(usize, u8), (turmoil::net::TcpStream, Vec<u8>)> =
-                BTreeMap::new();
+            let mut conns = ModelConns {
+                open: BTreeMap::new(),
+                addrs: addrs.clone(),
+            };
             let mut roles = Roles::default();
             for step in SCENARIO {
                 let owner = |k: &str| {
@@ -304,32 +386,10 @@ fn on_model() -> Vec<String> {
                             At::Was => roles.was,
                             At::New => roles.new,
                         };
-                        if let std::collections::btree_map::Entry::Vacant(free) =
-                            conns.entry((node, conn))
-                        {
-                            let stream =
-                                turmoil::net::TcpStream::connect(addrs[node].as_str()).await?;
-                            free.insert((stream, Vec::new()));
-                        }
-                        let (stream, buf) = conns.get_mut(&(node, conn)).expect("open");
-                        let mut out = Vec::new();
-                        for command in commands {
-                            out.extend(encoded(command));
-                        }
-                        stream.write_all(&out).await?;
-                        let mut got = 0;
-                        while got < commands.len() {
-                            if let Some((frame, used)) = decode(buf)? {
-                                buf.drain(..used);
-                                seen.borrow_mut().push(brief(&frame, &addrs));
-                                got += 1;
-                                continue;
-                            }
-                            let mut chunk = [0u8; 4096];
-                            let n = stream.read(&mut chunk).await?;
-                            assert!(n > 0, "the model closed the connection");
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
+                        let out: Vec<u8> = commands.iter().flat_map(|c| encoded(c)).collect();
+                        conns.send(node, conn, &out).await?;
+                        let replies = conns.replies(node, conn, commands.len()).await?;
+                        seen.borrow_mut().extend(replies);
                     }
                     Step::Begin(k) => {
                         roles.source = owner(k);
@@ -358,6 +418,21 @@ fn on_model() -> Vec<String> {
                         cluster.failover(replica).await?;
                         cluster.wait_steps_down(roles.was).await?;
                         cluster.wait_healthy().await?;
+                    }
+                    Step::Pause(k, ms) => {
+                        cluster
+                            .pause_writes(owner(k), Duration::from_millis(ms))
+                            .await?;
+                    }
+                    Step::SendOnly(At::Owner(k), conn, command) => {
+                        conns.send(owner(k), conn, &encoded(command)).await?;
+                    }
+                    Step::Collect(At::Owner(k), conn, n) => {
+                        let replies = conns.replies(owner(k), conn, n).await?;
+                        seen.borrow_mut().extend(replies);
+                    }
+                    Step::SendOnly(..) | Step::Collect(..) => {
+                        unreachable!("at a key's owner only")
                     }
                 }
             }

@@ -35,3 +35,8 @@ fn an_increment_repeated_is_caught() {
 fn a_map_from_a_node_covering_fewer_slots_is_caught() {
     caught("map-from-fewer-slots");
 }
+
+#[test]
+fn a_paused_write_sent_again_is_caught() {
+    caught("resent-after-time-out");
+}

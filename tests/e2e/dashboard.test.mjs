@@ -165,7 +165,10 @@ test('the bars table: its verdicts, and no rule drawn through it', async () => {
 
 test('the client page: verdicts first, conclusions in view, worse figures flagged', async () => {
   await open('client.html');
-  const runs = jsonLines('bench/client-history.jsonl');
+  const recorded = jsonLines('bench/client-history.jsonl');
+  // A run may have measured the write pause alone: the counts are the
+  // other runs'.
+  const runs = recorded.filter((r) => r.rows.length > 0);
   if (runs.length === 0) {
     assert.match(await page.textContent('#no-runs'), /just bench-client/);
     return;
@@ -236,6 +239,26 @@ test('the client page: verdicts first, conclusions in view, worse figures flagge
   assert.equal(await page.locator('figure svg.chart').count(), scenarios.length);
   const bands = await page.locator('figure svg.chart').first().locator('rect.run').count();
   assert.equal(bands, 6 * Math.min(runs.length, RUNS_SHOWN));
+  // The write pause: the latest run that measured one, a row a client and
+  // pause, Zaris's figures past their bars (250 ms, none failed, none
+  // applied twice or lost) flagged, the peers' never.
+  const paused = recorded.filter((r) => (r.pauses ?? []).length > 0).at(-1);
+  if (paused) {
+    const pauseRows = await page.locator('#client-pause tbody tr').evaluateAll((trs) => trs.map((tr) =>
+      Object.fromEntries([...tr.cells].map((td) => [td.dataset.label, { text: td.textContent, worse: td.classList.contains('worse') }]))));
+    assert.equal(pauseRows.length, paused.pauses.length);
+    paused.pauses.forEach((p, i) => {
+      const r = pauseRows[i];
+      assert.equal(r.client.text, p.client);
+      assert.ok(r['longest read'].text.endsWith(`${p.paused_max_read_ms.toFixed(0)} ms`), r['longest read'].text);
+      const ours = p.client === 'zaris';
+      assert.equal(r['longest read'].worse, ours && p.paused_max_read_ms > 250, `${p.client} ${p.pause_ms}`);
+      assert.equal(r['applied twice'].worse, ours && p.applied_twice > 0);
+      assert.equal(r.errors.worse, ours && p.errors > 0);
+    });
+  } else {
+    assert.equal(await page.locator('#no-pause').count(), 1);
+  }
   // Lighter than it was: the page and its charts in one file.
   const bytes = (await (await page.request.get(page.url())).body()).length;
   assert.ok(bytes < 600_000, `client.html is ${bytes} bytes`);

@@ -893,17 +893,39 @@ impl Cluster {
         Ok(())
     }
 
+    /// `CLIENT PAUSE ms WRITE` on node `i` for `pause`: its writes wait
+    /// (a client's, and a manual failover's or a migration's own), its
+    /// reads and `PING` do not. Returns at once.
+    ///
+    /// # Errors
+    /// The node refused.
+    pub fn pause_writes(&self, i: usize, pause: Duration) -> io::Result<()> {
+        let ms = pause.as_millis().max(1).to_string();
+        ok(
+            self.conn(i)?
+                .command(&[b"CLIENT", b"PAUSE", ms.as_bytes(), b"WRITE"])?,
+            "CLIENT PAUSE",
+        )
+    }
+
     /// Moves `slot` to `to` as atomic slot migration does (Valkey 9's
     /// `CLUSTER MIGRATESLOTS`, Redis 8.4's `CLUSTER MIGRATION IMPORT`),
     /// emulated on servers that lack it, as a client sees it: no `ASK`
-    /// ever. The source's writes are paused (`CLIENT PAUSE ms WRITE`, up to
-    /// `pause`), the slot's keys are copied to the target (`DUMP`, a read
-    /// the pause lets through, then `RESTORE` after `ASKING` on the
-    /// importing target), the final sync takes `final_sync` in all (a large
-    /// slot's), the target takes the slot with a new epoch, and
-    /// once the source has heard (and dropped its copies, as a node does
-    /// for a slot it lost), its writes resume: held writes to the slot are
-    /// then answered `MOVED`. Returns how long the writes were paused.
+    /// ever. The source's writes are paused (`CLIENT PAUSE ms WRITE`, for
+    /// at most `pause`, the pause time-out), the slot's keys are copied to
+    /// the target (`DUMP`, a read the pause lets through, then `RESTORE`
+    /// after `ASKING` on the importing target: invisible there meanwhile),
+    /// the final sync takes `final_sync` in all (a large slot's), the
+    /// target takes the slot with a new epoch, and once the source has
+    /// heard (and dropped its copies, as a node does for a slot it lost),
+    /// its writes resume: held writes to the slot are then answered
+    /// `MOVED`. A final sync longer than the pause time-out gives the
+    /// migration up: the copies are dropped and the source, unpaused, keeps
+    /// the slot. Whether the slot moved.
+    ///
+    /// Valkey 8.0 asserts when it drops a lost slot's keys while paused
+    /// (valkey-io/valkey#1131, fixed after 8.0.1): there the writes are
+    /// paused for the final sync, and the slot moves in one go after.
     ///
     /// # Errors
     /// A node refused, or the source never heard within the pause.
@@ -913,31 +935,56 @@ impl Cluster {
         to: usize,
         pause: Duration,
         final_sync: Duration,
-    ) -> io::Result<Duration> {
+    ) -> io::Result<bool> {
         let from = self.owner_index(slot)?;
+        let gives_up = final_sync > pause;
+        if self.binary.contains("valkey") {
+            self.pause_writes(from, final_sync.min(pause))?;
+            std::thread::sleep(final_sync.min(pause));
+            if gives_up {
+                return Ok(false);
+            }
+            self.move_slot(slot, to)?;
+            return Ok(true);
+        }
         let mut source = self.conn(from)?;
         let mut target = self.conn(to)?;
-        let ms = pause.as_millis().to_string();
-        let paused_at = std::time::Instant::now();
-        ok(
-            source.command(&[b"CLIENT", b"PAUSE", ms.as_bytes(), b"WRITE"])?,
-            "CLIENT PAUSE",
-        )?;
+        let paused_at = Instant::now();
+        self.pause_writes(from, pause)?;
         self.set_slot(to, slot, "IMPORTING", from)?;
-        for key in self.keys_in_slot(from, slot)? {
+        let keys = self.keys_in_slot(from, slot)?;
+        for key in &keys {
             let (Frame::BulkString(dump), Frame::Integer(ttl)) = (
-                source.command(&[b"DUMP", &key])?,
-                source.command(&[b"PTTL", &key])?,
+                source.command(&[b"DUMP", key])?,
+                source.command(&[b"PTTL", key])?,
             ) else {
                 continue; // gone meanwhile
             };
             let ttl = ttl.max(0).to_string();
-            let restore: &[&[u8]] = &[b"RESTORE", &key, ttl.as_bytes(), &dump, b"REPLACE"];
+            let restore: &[&[u8]] = &[b"RESTORE", key, ttl.as_bytes(), &dump, b"REPLACE"];
             let replies = target.pipeline([&[&b"ASKING"[..]][..], restore])?;
             ok(replies.into_iter().nth(1).unwrap_or(Frame::Null), "RESTORE")?;
         }
         // The final sync of a large slot takes a while, writes paused.
-        std::thread::sleep(final_sync.saturating_sub(paused_at.elapsed()));
+        std::thread::sleep(final_sync.min(pause).saturating_sub(paused_at.elapsed()));
+        if gives_up {
+            // Past the pause time-out: the copies go, the source keeps it.
+            for key in &keys {
+                let del: &[&[u8]] = &[b"DEL", key];
+                target.pipeline([&[&b"ASKING"[..]][..], del])?;
+            }
+            ok(
+                target.command(&[
+                    b"CLUSTER",
+                    b"SETSLOT",
+                    slot.to_string().as_bytes(),
+                    b"STABLE",
+                ])?,
+                "SETSLOT STABLE",
+            )?;
+            ok(source.command(&[b"CLIENT", b"UNPAUSE"])?, "CLIENT UNPAUSE")?;
+            return Ok(false);
+        }
         // The importing target takes the slot with a new epoch; the
         // source hears by gossip, gives it up and drops its copies.
         self.set_slot(to, slot, "NODE", to)?;
@@ -949,22 +996,9 @@ impl Cluster {
         wait_until("the source hands the slot over", || {
             let nodes = self.conn(from)?.command(&[b"CLUSTER", b"NODES"])?;
             Ok(owner_in_nodes(&text(&nodes), slot).as_deref() == Some(target_id.as_str()))
-        })
-        .map_err(|e| {
-            let view = |i: usize| {
-                self.conn(i)
-                    .and_then(|mut c| c.command(&[b"CLUSTER", b"NODES"]))
-                    .map_or_else(|e| e.to_string(), |n| text(&n))
-            };
-            io::Error::other(format!(
-                "{e}; the source's view:\n{}\nthe target's:\n{}",
-                view(from),
-                view(to)
-            ))
         })?;
-        let paused = paused_at.elapsed();
         ok(source.command(&[b"CLIENT", b"UNPAUSE"])?, "CLIENT UNPAUSE")?;
-        Ok(paused)
+        Ok(true)
     }
 
     /// Moves `slot` and all its keys from its owner to `to`, in one go.

@@ -552,6 +552,19 @@ impl RespConn {
         &mut self,
         commands: impl IntoIterator<Item = &'a [&'a [u8]]>,
     ) -> io::Result<Vec<OwnedFrame>> {
+        let count = self.send(commands)?;
+        self.replies(count)
+    }
+
+    /// Sends `commands` back to back, reading nothing (a command the node
+    /// holds, a pause's); their number. [`Self::replies`] reads them.
+    ///
+    /// # Errors
+    /// I/O failure.
+    pub fn send<'a>(
+        &mut self,
+        commands: impl IntoIterator<Item = &'a [&'a [u8]]>,
+    ) -> io::Result<usize> {
         let mut out = Vec::new();
         let mut count = 0;
         for args in commands {
@@ -567,6 +580,14 @@ impl RespConn {
         }
         self.stream.write_all(&out)?;
         self.stream.flush()?;
+        Ok(count)
+    }
+
+    /// The next `count` replies.
+    ///
+    /// # Errors
+    /// I/O failure or a reply that does not decode.
+    pub fn replies(&mut self, count: usize) -> io::Result<Vec<OwnedFrame>> {
         (0..count).map(|_| self.read_frame()).collect()
     }
 

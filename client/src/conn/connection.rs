@@ -59,12 +59,6 @@ impl Connection {
         let _ = self.shared.watch.set(watch);
     }
 
-    /// Whether its node holds it: it owes a reply it has not begun to read
-    /// for a tick, and the node answered on another connection meanwhile.
-    pub(crate) fn is_held(&self) -> bool {
-        self.shared.held.load(Ordering::Relaxed)
-    }
-
     /// Whether the socket is still believed good.
     pub(crate) fn is_alive(&self) -> bool {
         self.shared.alive.load(Ordering::Acquire)

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::error::ConnError;
 use super::shared::{Shared, Slot, SlotKind, FAR, READ_CHUNK};
-use zaris_core::{at_attempt_time_out, AtTimeOut, Liveness, STALL_TICK};
+use zaris_core::{at_attempt_time_out, AtTimeOut, Liveness, ALIVE_CHECK_TIMEOUT, STALL_TICK};
 
 /// A write is cut at this size; what is left goes in the next.
 pub(super) const MAX_BATCH_BYTES: usize = 64 * 1024;
@@ -158,6 +158,44 @@ pub(super) struct Driver {
     pub(super) unflushed: bool,
 }
 
+/// A waited slot at `now`, its node having said `liveness`: when to look
+/// at it again, or `None` once its caller was told. At its attempt's
+/// deadline a write has its node asked whether it is alive (unless it
+/// said so lately) and waits for the answer; one its node holds waits on
+/// (`zaris_core::hold`), looked at each tick, to its request's deadline;
+/// anything else times out.
+fn look_at(slot: &mut Slot, now: Instant, liveness: Liveness, ask: &mut bool) -> Option<Instant> {
+    if now < slot.deadline {
+        return Some(slot.deadline);
+    }
+    let told = match slot.kind {
+        SlotKind::Write { last } => {
+            let movable = crate::seam::planted(crate::seam::Plant::ResentAfterTimeOut);
+            match at_attempt_time_out(movable, liveness) {
+                AtTimeOut::WaitOn if last > now => {
+                    // Asked again while it waits, so the answer stays fresh.
+                    *ask = true;
+                    return Some(last.min(now + STALL_TICK));
+                }
+                AtTimeOut::WaitOn => ConnError::Held,
+                // Asked now; the time-out waits for the answer (the check
+                // wakes the task), as long as an answer may take, never
+                // past the request's deadline.
+                AtTimeOut::Ask if now < (slot.deadline + ALIVE_CHECK_TIMEOUT).min(last) => {
+                    *ask = true;
+                    return Some((slot.deadline + ALIVE_CHECK_TIMEOUT).min(last));
+                }
+                AtTimeOut::Ask | AtTimeOut::GiveUp => ConnError::TimedOut,
+            }
+        }
+        _ => ConnError::TimedOut,
+    };
+    if let Some(done) = slot.done.take() {
+        let _ = done.send(Err(told));
+    }
+    None
+}
+
 impl Driver {
     pub(super) fn new() -> Self {
         Self {
@@ -187,8 +225,12 @@ impl Driver {
     }
 
     /// The deadlines: on the timer, tells every caller whose deadline
-    /// passed that it timed out (its slot stays, for the reply still owed)
-    /// and arms for the next; on a caller's earlier deadline, re-arms.
+    /// passed that it timed out (its slot stays, for the reply still owed;
+    /// a write its node holds waits on, [`look_at`]) and arms for the next;
+    /// on a caller's earlier deadline, re-arms. A watched connection's
+    /// timer also ticks every `STALL_TICK` while it owes several replies:
+    /// a tick that finds it stalled has its node asked whether it is
+    /// alive, as has a write at its time-out.
     pub(super) fn keep_time(
         &mut self,
         shared: &Arc<Shared>,
@@ -198,42 +240,26 @@ impl Driver {
         let mut state = shared.lock();
         if fired {
             let now = Instant::now();
-            let mut next: Option<Instant> = None;
             let liveness = Shared::liveness(&state, now);
+            let mut next: Option<Instant> = None;
+            let mut ask = false;
             for slot in &mut state.slots {
                 if !slot.waited() {
                     continue;
                 }
-                let until = match (slot.deadline <= now, slot.kind) {
-                    (false, _) => slot.deadline,
-                    (true, SlotKind::Write { last }) if last > now => {
-                        match at_attempt_time_out(false, liveness) {
-                            // Held by a node that answers: it waits on,
-                            // looked at again each tick.
-                            AtTimeOut::WaitOn => last.min(now + STALL_TICK),
-                            AtTimeOut::GiveUp => {
-                                let _ = slot.done.take().map(|d| d.send(Err(ConnError::TimedOut)));
-                                continue;
-                            }
-                        }
-                    }
-                    (true, kind) => {
-                        let why = match (kind, liveness) {
-                            (SlotKind::Write { .. }, Liveness::Answered) => ConnError::Held,
-                            _ => ConnError::TimedOut,
-                        };
-                        let _ = slot.done.take().map(|d| d.send(Err(why)));
-                        continue;
-                    }
-                };
-                next = Some(next.map_or(until, |n| n.min(until)));
+                if let Some(again) = look_at(slot, now, liveness, &mut ask) {
+                    next = Some(next.map_or(again, |n| n.min(again)));
+                }
             }
-            // A watched connection owing replies is looked at every tick.
-            if shared.watch.get().is_some() && !state.slots.is_empty() {
+            // A connection owing several watched replies ticks: a read may
+            // wait behind a held request.
+            let mut watched = state.slots.iter().filter(|s| s.kind != SlotKind::Plain);
+            state.ticking = shared.watch.get().is_some() && watched.nth(1).is_some();
+            if state.ticking {
                 let tick = now + STALL_TICK;
                 next = Some(next.map_or(tick, |n| n.min(tick)));
             }
-            let check = shared.tick(&mut state, now);
+            let check = shared.tick(&mut state, now) || (ask && shared.may_check(&mut state, now));
             state.armed = next;
             state.rearm = false;
             self.timed = false;

@@ -77,9 +77,10 @@ pub(crate) enum SlotKind {
     /// handed back to be sent on another ([`ConnError::Moved`]); its time-out
     /// stands.
     Read,
-    /// A write (or a batch holding one). At its time-out, on a node that
-    /// answered lately, it waits on, to `last` (its request's deadline):
-    /// the node holds it and will apply it; past `last` its caller hears
+    /// A write (or a batch holding one). At its time-out its node is asked
+    /// whether it is alive, unless it said so lately; one that answers
+    /// holds it and will apply it, so it waits on, to `last` (its
+    /// request's deadline), and past that its caller hears
     /// [`ConnError::Held`].
     Write { last: Instant },
     /// A read handed back to be sent elsewhere: its reply here, when it
@@ -105,6 +106,9 @@ pub(super) struct State {
     pub(super) armed: Option<Instant>,
     /// `armed` moved by a caller: the task re-arms.
     pub(super) rearm: bool,
+    /// The timer ticks (every `STALL_TICK`): the connection owes several
+    /// watched replies, so a read may wait behind a held request.
+    pub(super) ticking: bool,
     /// Why the connection ended, once it has: requests fail at once.
     pub(super) ended: Option<ConnError>,
     /// Every handle is gone.
@@ -164,9 +168,8 @@ pub(super) struct Shared {
 pub(crate) trait Watch: Send + Sync {
     /// Whether the node answered within `zaris_core::ALIVE_CHECK_TIMEOUT`.
     fn ask(self: Arc<Self>) -> Pin<Box<dyn Future<Output = bool> + Send + 'static>>;
-    /// The node holds the connection (`first`: it did not a moment ago);
-    /// `reads` waiting on it were handed back to go elsewhere.
-    fn held(&self, first: bool, reads: usize);
+    /// The node holds the connection (it did not a moment ago).
+    fn held(&self);
     /// The connection it held answered again.
     fn freed(&self);
 }
@@ -246,6 +249,8 @@ impl Shared {
         if let Some(sink) = self.pushes.get() {
             sink.closed(&self.addr);
         }
+        // Held no more: it is gone.
+        self.freed();
         for mut slot in slots {
             if let Some(done) = slot.done.take() {
                 let _ = done.send(Err(error.clone()));
@@ -261,7 +266,7 @@ impl Shared {
     /// `id`) on its own poll ([`Self::poll_own_reply`]) until it hands the
     /// reading back ([`Self::stop_reading`]).
     pub(super) fn submit(&self, bytes: &[u8], mut slot: Slot) -> Result<Option<u64>, ConnError> {
-        let deadline = slot.deadline;
+        let (deadline, watched) = (slot.deadline, slot.kind != SlotKind::Plain);
         let mut state = self.lock();
         if let Some(why) = &state.ended {
             return Err(why.clone());
@@ -283,14 +288,15 @@ impl Shared {
         }
         state.slots.push_back(slot);
         let mut wake = false;
-        // A watched connection is looked at every tick while it owes
-        // replies (the clock read only when its timer is idle).
-        let deadline = match (state.armed, self.watch.get()) {
-            (None, Some(_)) => deadline.min(Instant::now() + STALL_TICK),
-            _ => deadline,
-        };
-        if state.armed.is_none_or(|at| deadline < at) {
-            state.armed = Some(deadline);
+        let mut arm_at = deadline;
+        // A second watched request owed: a read may wait behind the first,
+        // so the timer ticks (the clock read once, as it starts).
+        if watched && state.slots.len() > 1 && !state.ticking && self.watch.get().is_some() {
+            state.ticking = true;
+            arm_at = arm_at.min(Instant::now() + STALL_TICK);
+        }
+        if state.armed.is_none_or(|at| arm_at < at) {
+            state.armed = Some(arm_at);
             state.rearm = true;
             wake = true;
         }
@@ -368,7 +374,9 @@ impl Shared {
     /// is alive (not while a check is under way, and at most every
     /// `ALIVE_CHECK_EVERY`). Notes where it stands for the next tick.
     pub(super) fn tick(&self, state: &mut State, now: Instant) -> bool {
-        let Some(front) = state.slots.front() else {
+        // Only a request that a hold changes (a read to move, a write to
+        // wait on) is watched: a blocking command is meant to wait.
+        let Some(front) = state.slots.front().filter(|f| f.kind != SlotKind::Plain) else {
             state.stall = None;
             return false;
         };
@@ -378,7 +386,14 @@ impl Shared {
         };
         let stalled = zaris_core::stalled(state.stall, progress);
         state.stall = Some(progress);
-        if !stalled || state.checking || self.watch.get().is_none() {
+        stalled && self.may_check(state, now)
+    }
+
+    /// Whether its node may be asked now whether it is alive: it is
+    /// watched, no check is under way, and none began within
+    /// `ALIVE_CHECK_EVERY` (then one is, from now).
+    pub(super) fn may_check(&self, state: &mut State, now: Instant) -> bool {
+        if state.checking || self.watch.get().is_none() {
             return false;
         }
         if state
@@ -394,9 +409,12 @@ impl Shared {
 
     /// What the node said lately, at `now`.
     pub(super) fn liveness(state: &State, now: Instant) -> Liveness {
+        let lately = |at: Instant| now.saturating_duration_since(at) < ALIVE_ANSWER_FRESH;
         match state.alive_until {
             Some(until) if until > now => Liveness::Answered,
-            _ if state.silent => Liveness::Silent,
+            _ if state.silent && !state.checking && state.checked_at.is_some_and(lately) => {
+                Liveness::Silent
+            }
             _ => Liveness::Unknown,
         }
     }
@@ -425,6 +443,13 @@ impl Shared {
                 });
                 alive && now.is_some() && now == state.stall
             };
+            // A write whose time-out waits for this answer is decided now.
+            {
+                let mut state = shared.lock();
+                state.armed = Some(Instant::now());
+                state.rearm = true;
+            }
+            shared.wake();
             if stalled {
                 shared.hold();
             } else if !alive {
@@ -459,8 +484,8 @@ impl Shared {
                 "a node holds a request (paused?): reads go on another connection"
             );
         }
-        if let Some(watch) = self.watch.get() {
-            watch.held(first, moved.len());
+        if let (true, Some(watch)) = (first, self.watch.get()) {
+            watch.held();
         }
         for done in moved {
             let _ = done.send(Err(ConnError::Moved));

@@ -43,6 +43,11 @@ impl Retrying {
         }
     }
 
+    /// The request's deadline, if it has one.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// Whether the request's deadline has passed.
     pub(crate) fn deadline_passed(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use bytes::BytesMut;
 use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
-use zaris_core::{KvStatus, Outcome, RouteError};
+use zaris_core::{lane, KvStatus, Lane, Outcome, RouteError};
 
 use super::retry::InFlight;
 use crate::codec::{Frame, Frames};
@@ -238,6 +238,7 @@ impl Inner {
     /// time-out (a blocking command's own bound instead), never past the
     /// tightest of its members' deadlines; and that deadline, to which a
     /// write its node holds waits on (`zaris_core::at_attempt_time_out`).
+    #[inline]
     pub(super) fn attempt_until(
         &self,
         share: &Share,
@@ -298,18 +299,14 @@ impl Inner {
         let index = |at: usize| round[at].index;
         // Reads alone may go on another connection if the node holds this
         // one; a write waits on there (`zaris_core::hold`).
-        let kind = if share
-            .members
-            .iter()
-            .all(|&(at, _)| requests.read(index(at)))
-        {
-            SlotKind::Read
-        } else {
-            SlotKind::Write { last }
+        let kind = |read: bool| match lane(read) {
+            Lane::Side => SlotKind::Read,
+            Lane::Held => SlotKind::Write { last },
         };
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = share.members[..] {
             let i = index(at);
+            let kind = kind(requests.read(i));
             return self
                 .send_on(
                     share,
@@ -321,6 +318,12 @@ impl Inner {
                 )
                 .await;
         }
+        let kind = kind(
+            share
+                .members
+                .iter()
+                .all(|&(at, _)| requests.read(index(at))),
+        );
         let size = share
             .members
             .iter()
@@ -375,13 +378,12 @@ impl Inner {
                         Box::pin(share.node.connection(timeout, &self.config.conn)).await?
                     }
                 };
-                if kind == SlotKind::Read && conn.is_held() {
-                    share.node.side.moved_read();
-                    return Box::pin(self.send_aside(share, bytes, replies, until)).await;
-                }
                 match conn.request_as(bytes, replies, until, room, kind).await {
-                    // Held behind a paused write: sent again elsewhere.
+                    // A read its node holds the connection for (a paused
+                    // write ahead of it, or before it was sent): sent on
+                    // the side connection.
                     Err(ConnError::Moved) => {
+                        share.node.side.moved_read();
                         Box::pin(self.send_aside(share, bytes, replies, until)).await
                     }
                     sent => sent,

@@ -294,7 +294,7 @@ struct CachedRead {
 }
 
 /// A list's values ever appended, and the acknowledged ones with when.
-type Appended = (HashSet<String>, Vec<(String, f64)>);
+type Appended = (HashSet<String>, Vec<(String, f64, f64)>);
 
 #[derive(Default)]
 struct Counted {
@@ -347,7 +347,7 @@ pub fn judge(
     let lossy = |at: f64| in_lossy_window(events, at);
     check_registers(&seen, finals, &lossy, &mut report, &mut violations);
     check_cache(&seen, &stats[2..], &mut report, &mut violations);
-    check_lists(&seen, finals, &lossy, &mut report, &mut violations);
+    check_lists(&seen, finals, events, &lossy, &mut report, &mut violations);
     check_counters(&seen, finals, &mut report, &mut violations);
     check_refreshes(events, stats, &mut report, &mut violations);
     check_memory(samples, &mut report, &mut violations);
@@ -392,6 +392,18 @@ fn in_lossy_window(events: &[Event], at: f64) -> bool {
     events.iter().any(|e| {
         e.kind.may_lose_plain_writes() && at >= e.start_ms - REPLICATION_LAG_MS && at <= e.end_ms
     })
+}
+
+/// Whether an operation from `invoked` to `completed` (ms) ran while a
+/// node held requests without losing any (a write pause, an atomic
+/// migration's), and met no event that could lose one: a write it sent
+/// could not have been lost, so it may not land twice.
+fn held_without_losing(events: &[Event], invoked: f64, completed: f64) -> bool {
+    let met: Vec<&Event> = events
+        .iter()
+        .filter(|e| invoked <= e.end_ms + EFFECTS_ARRIVE_MS && completed >= e.start_ms)
+        .collect();
+    !met.is_empty() && met.iter().all(|e| e.kind.holds_without_losing())
 }
 
 /// What the history says, read once: each kind of operation by key, and
@@ -528,7 +540,7 @@ impl Observed {
                     let (written, acked) = seen.appends.entry(op.key.to_owned()).or_default();
                     written.insert(op.value.to_owned());
                     if op.ok {
-                        acked.push((op.value.to_owned(), op.completed));
+                        acked.push((op.value.to_owned(), op.invoked, op.completed));
                     }
                 }
                 "pop" if op.ok => *seen.popped.entry(op.value.to_owned()).or_default() += 1,
@@ -688,6 +700,7 @@ fn check_cache(
 fn check_lists(
     seen: &Observed,
     finals: &Finals,
+    events: &[Event],
     lossy: &dyn Fn(f64) -> bool,
     report: &mut Report,
     violations: &mut Vec<String>,
@@ -709,13 +722,20 @@ fn check_lists(
             .filter(|&&n| n > 1)
             .map(|n| n - 1)
             .sum::<u64>();
-        for (value, at) in acked {
+        for (value, invoked, at) in acked {
             let found = seen.contains_key(value.as_str())
                 || (list == QUEUE && popped.contains_key(value.as_str()));
             if !found {
                 report
                     .lost_appends
                     .note(&format!("{list} {value}"), lossy(*at));
+            }
+            let copies = seen.get(value.as_str()).copied().unwrap_or(0);
+            if copies > 1 && held_without_losing(events, *invoked, *at) {
+                violations.push(format!(
+                    "{list} holds {value:?} {copies} times, acknowledged once, sent while a node \
+                     held it without losing it ({invoked:.0}-{at:.0} ms): a paused write sent again"
+                ));
             }
         }
         if list == QUEUE {

@@ -63,6 +63,21 @@ pub trait Churn {
     async fn drop_connections(&self, i: usize) -> std::io::Result<()>;
     /// Until every slot is served and every node agrees.
     async fn wait_healthy(&self) -> std::io::Result<()>;
+    /// `CLIENT PAUSE ms WRITE` on node `i`: its writes are held for
+    /// `pause` (reads and `PING` still answered); returns at once.
+    async fn pause_writes(&self, i: usize, pause: Duration) -> std::io::Result<()>;
+    /// `slot` moved to `to` by atomic slot migration (Valkey 9, Redis
+    /// 8.4): the target imports in the background, then the source pauses
+    /// writes to the slot for the final sync (`final_sync`), hands the
+    /// slot over and answers `MOVED`; past `pause` (the pause time-out) it
+    /// gives the migration up instead. Whether the slot moved.
+    async fn atomic_migration(
+        &self,
+        slot: u16,
+        to: usize,
+        pause: Duration,
+        final_sync: Duration,
+    ) -> std::io::Result<bool>;
     /// An event of `kind` begins (`None`: it ended, the cluster healthy
     /// again), so that what follows can be put down to it.
     fn starting(&mut self, kind: Option<EventKind>) {
@@ -139,6 +154,18 @@ impl Churn for Cluster {
     async fn wait_healthy(&self) -> std::io::Result<()> {
         Cluster::wait_healthy(self)
     }
+    async fn pause_writes(&self, i: usize, pause: Duration) -> std::io::Result<()> {
+        Cluster::pause_writes(self, i, pause)
+    }
+    async fn atomic_migration(
+        &self,
+        slot: u16,
+        to: usize,
+        pause: Duration,
+        final_sync: Duration,
+    ) -> std::io::Result<bool> {
+        Cluster::atomic_migration(self, slot, to, pause, final_sync)
+    }
 }
 
 /// The events the nemesis draws from.
@@ -184,11 +211,24 @@ pub enum EventKind {
     /// old master is forgotten and stopped. No address the client was
     /// given at the start serves any more.
     NodesReplaced,
+    /// A master's writes paused (`CLIENT PAUSE ms WRITE`) for 100 ms to
+    /// 8 s, inside the soak's request deadline: the writes wait, reads do
+    /// not, nothing fails, nothing is sent twice.
+    WritePause,
+    /// The same for 8 to 12 s, past the soak's 10 s deadline: a write still
+    /// held at its deadline fails as of unknown outcome, and is never
+    /// applied twice.
+    WritePauseLong,
+    /// One of the workload's slots moved by atomic slot migration: writes
+    /// to it paused for a final sync of 50 ms to 12 s, then `MOVED` (past
+    /// the 10 s pause time-out the migration is given up). Emulated on
+    /// servers that lack it (`Cluster::atomic_migration`).
+    AtomicMigration,
 }
 
 impl EventKind {
     /// Every kind, in the order draws index them.
-    pub const ALL: [EventKind; 15] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::ManualFailover,
         EventKind::ForcedTakeover,
         EventKind::MigrateRange,
@@ -204,6 +244,9 @@ impl EventKind {
         EventKind::CutOneWay,
         EventKind::Trickle,
         EventKind::NodesReplaced,
+        EventKind::WritePause,
+        EventKind::WritePauseLong,
+        EventKind::AtomicMigration,
     ];
 
     /// Whether acknowledged plain (not `WAIT`ed) writes may be lost in its
@@ -240,9 +283,27 @@ impl EventKind {
                 | EventKind::FreezeShort
                 | EventKind::Latency
                 | EventKind::NodesReplaced
+                | EventKind::WritePause
+                | EventKind::AtomicMigration
+        )
+    }
+
+    /// Whether it holds requests on a node that stays alive and keeps
+    /// every connection: a write sent in its window could not have been
+    /// lost, so none may be applied twice (docs/behaviour.md §5, "Paused
+    /// nodes").
+    #[must_use]
+    pub fn holds_without_losing(self) -> bool {
+        matches!(
+            self,
+            EventKind::WritePause | EventKind::WritePauseLong | EventKind::AtomicMigration
         )
     }
 }
+
+/// The atomic migration's pause time-out
+/// (`cluster-slot-migration-write-pause-timeout`, Redis's default).
+pub const MIGRATION_PAUSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a master replaced by a failover keeps serving redirects
 /// before it is stopped.
@@ -582,6 +643,23 @@ impl<C: Churn> Nemesis<C> {
                 c.fault(master, Faults::trickle(2_000)).await?;
                 sleep(Duration::from_secs(2)).await;
                 c.fault(master, Faults::HEALTHY).await?;
+            }
+            EventKind::WritePause | EventKind::WritePauseLong => {
+                let (least, span) = if kind == EventKind::WritePause {
+                    (100, 7_900)
+                } else {
+                    (8_000, 4_000)
+                };
+                let pause = Duration::from_millis(least + self.rng.below(span) as u64);
+                self.cluster.pause_writes(master, pause).await?;
+                sleep(pause).await;
+            }
+            EventKind::AtomicMigration => {
+                let to = self.other_master(master).await?;
+                let final_sync = Duration::from_millis(50 + self.rng.below(11_950) as u64);
+                self.cluster
+                    .atomic_migration(slot, to, MIGRATION_PAUSE_TIMEOUT, final_sync)
+                    .await?;
             }
         }
         Ok(())
