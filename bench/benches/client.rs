@@ -1355,7 +1355,7 @@ fn main() {
                 match pause::run(&cluster, name, length, &rt) {
                     Ok(row) => {
                         println!(
-                            "   {:<9} {:>5}s {:>11.0} ms {:>10.0} ms {:>10.1} ms {:>7} {:>13} {:>5}",
+                            "   {:<9} {:>5}s {:>11.0} ms {:>10.1} ms {:>10.1} ms {:>7} {:>13} {:>5}",
                             row.client,
                             row.pause_ms / 1000,
                             row.paused_max_read_ms,

@@ -634,7 +634,7 @@ fn pause_section(html: &mut String, runs: &[ClientRun]) {
                 format!("{:.0} ms", row.paused_max_read_ms),
                 row.paused_max_read_ms > PAUSED_READ_BAR_MS
             ),
-            cell("p99 read", format!("{:.0} ms", row.paused_p99_read_ms), false),
+            cell("p99 read", format!("{:.1} ms", row.paused_p99_read_ms), false),
             cell(
                 "others' longest read",
                 format!("{:.0} ms", row.other_max_read_ms),
