@@ -124,6 +124,13 @@ impl Watch for Side {
         self.holding.fetch_add(1, Ordering::AcqRel);
     }
 
+    fn unneeded(&self) {
+        // Asked, and nothing held: no side connection lingers.
+        if self.holding.load(Ordering::Acquire) == 0 {
+            self.conn.store(None);
+        }
+    }
+
     fn freed(&self) {
         // Let go with the last held connection: closed once the reads on
         // it are answered.

@@ -172,6 +172,8 @@ pub(crate) trait Watch: Send + Sync {
     fn held(&self);
     /// The connection it held answered again.
     fn freed(&self);
+    /// A check ended without the node holding this connection.
+    fn unneeded(&self);
 }
 
 impl Shared {
@@ -452,11 +454,16 @@ impl Shared {
             shared.wake();
             if stalled {
                 shared.hold();
-            } else if !alive {
+                return;
+            }
+            if !alive {
                 tracing::debug!(
                     addr = shared.addr,
                     "a stalled connection's node did not answer"
                 );
+            }
+            if let Some(watch) = shared.watch.get() {
+                watch.unneeded();
             }
         });
     }
