@@ -221,8 +221,9 @@ pub enum EventKind {
     WritePauseLong,
     /// One of the workload's slots moved by atomic slot migration: writes
     /// to it paused for a final sync of 50 ms to 12 s, then `MOVED` (past
-    /// the 10 s pause time-out the migration is given up). Emulated on
-    /// servers that lack it (`Cluster::atomic_migration`).
+    /// the pause time-out, [`MIGRATION_PAUSE_TIMEOUT`], the migration is
+    /// given up). Emulated on servers that lack it
+    /// (`Cluster::atomic_migration`).
     AtomicMigration,
 }
 
@@ -302,8 +303,12 @@ impl EventKind {
 }
 
 /// The atomic migration's pause time-out
-/// (`cluster-slot-migration-write-pause-timeout`, Redis's default).
-pub const MIGRATION_PAUSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// (`cluster-slot-migration-write-pause-timeout`): 8 s, inside the soak's
+/// 10 s request deadline, so that a write the pause holds can always be
+/// answered in time (Redis's default is 10 s; at a deadline as short, a
+/// write held for the whole pause is rightly told it may or may not have
+/// been applied: the simulation's seed 1529 met it).
+pub const MIGRATION_PAUSE_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// How long a master replaced by a failover keeps serving redirects
 /// before it is stopped.
