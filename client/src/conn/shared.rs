@@ -443,14 +443,12 @@ impl Shared {
                     front: front.id,
                     bytes_read: shared.bytes_read.load(Ordering::Relaxed),
                 });
-                alive && now.is_some() && now == state.stall
-            };
-            // A write whose time-out waits for this answer is decided now.
-            {
-                let mut state = shared.lock();
+                // A write whose time-out waits for this answer is decided
+                // now: the task's timer fires at once.
                 state.armed = Some(Instant::now());
                 state.rearm = true;
-            }
+                alive && now.is_some() && now == state.stall
+            };
             shared.wake();
             if stalled {
                 shared.hold();
