@@ -221,7 +221,7 @@ pub enum EventKind {
     WritePauseLong,
     /// One of the workload's slots moved by atomic slot migration: writes
     /// to it paused for a final sync of 50 ms to 12 s, then `MOVED` (past
-    /// the pause time-out, [`MIGRATION_PAUSE_TIMEOUT`], the migration is
+    /// the pause time-out, `MIGRATION_PAUSE_TIMEOUT` (8 s), the migration is
     /// given up). Emulated on servers that lack it
     /// (`Cluster::atomic_migration`).
     AtomicMigration,
