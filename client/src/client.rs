@@ -453,9 +453,10 @@ impl Client {
         for node in self.inner.registry.all() {
             stats.nodes_opened += node.times_opened();
             stats.reconnect_backoffs += node.backoffs();
-            let (held, moved) = node.side.counts();
+            let (held, reads, writes) = node.side.counts();
             stats.connections_held += held;
-            stats.reads_moved += moved;
+            stats.reads_moved += reads;
+            stats.writes_moved += writes;
         }
         if let Some(cache) = &self.inner.cache {
             let get =

@@ -315,11 +315,17 @@ impl Node {
                 None => {
                     let conn = Arc::new(self.dial(timeout, options).await?);
                     // A transaction's `EXEC` its node holds waits on too.
-                    self.side.watch(&conn, options);
+                    self.side.watch(&conn, options, false);
                     return Ok(conn);
                 }
             }
         }
+    }
+
+    /// Whether it holds its shared connection now (a paused write at its
+    /// head: reads go on its side connection).
+    pub(crate) fn holds_connection(&self) -> bool {
+        self.live().is_some_and(|conn| conn.is_held())
     }
 
     /// Its shared connection, if one is open and alive.
@@ -362,7 +368,7 @@ impl Node {
         match self.dial(timeout, options).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
-                self.side.watch(&conn, options);
+                self.side.watch(&conn, options, true);
                 if self.conn.load().is_some() {
                     crate::metrics::reconnect(&self.addr);
                 }

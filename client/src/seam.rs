@@ -99,17 +99,27 @@ pub(crate) enum Plant {
     /// A write timed out sent again whatever its node answered: a paused
     /// node taken for a dead one (its held copy lands too).
     ResentAfterTimeOut,
+    /// Writes never take a write lane: under atomic migration a write to a
+    /// slot that does not migrate waits behind the paused ones (a latency
+    /// bug, caught by `sim/tests/pause.rs`, not by the checker).
+    WritesStayHeld,
+    /// A write its caller gave up on, held by a pause, not noted: the
+    /// caller's next write to its slot takes a lane, overtakes it, and is
+    /// undone when the held one lands (caught by `sim/tests/pause.rs`).
+    GivenUpOvertaken,
 }
 
 impl Plant {
     #[cfg_attr(not(feature = "sim"), allow(dead_code))]
-    const ALL: [(Plant, &'static str); 6] = [
+    const ALL: [(Plant, &'static str); 8] = [
         (Plant::SwappedReplies, "swapped-replies"),
         (Plant::ConflictRetried, "conflict-retried"),
         (Plant::AskingForgotten, "asking-forgotten"),
         (Plant::IncrementRepeated, "increment-repeated"),
         (Plant::MapFromFewerSlots, "map-from-fewer-slots"),
         (Plant::ResentAfterTimeOut, "resent-after-time-out"),
+        (Plant::WritesStayHeld, "writes-stay-held"),
+        (Plant::GivenUpOvertaken, "given-up-overtaken"),
     ];
 }
 
@@ -135,7 +145,8 @@ pub(crate) fn planted(plant: Plant) -> bool {
 /// Plants the bug named `name` in this thread's runs (`None`: none), for
 /// the test that the simulation's checker catches it (`sim` only). The
 /// names: `swapped-replies`, `conflict-retried`, `asking-forgotten`,
-/// `increment-repeated`, `map-from-fewer-slots`.
+/// `increment-repeated`, `map-from-fewer-slots`, `resent-after-time-out`,
+/// `writes-stay-held`, `given-up-overtaken`.
 ///
 /// # Errors
 /// A name that is none of these.

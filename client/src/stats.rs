@@ -128,6 +128,7 @@ impl Counters {
             reconnect_backoffs: 0,
             connections_held: 0,
             reads_moved: 0,
+            writes_moved: 0,
             cache_hits: 0,
             cache_misses: 0,
             cache_invalidations: 0,
@@ -191,13 +192,17 @@ pub struct Stats {
     /// Connection attempts not made because the node's last ones failed
     /// moments ago (reconnects back off, per node).
     pub reconnect_backoffs: u64,
-    /// Times a node held its shared connection (a paused write or a `WAIT`
-    /// at its head, while it answered on another): reads then went on a
-    /// side connection, and writes waited on, never sent again.
+    /// Times a node held one of its connections (a paused write or a
+    /// `WAIT` at its head, while it answered on another): reads then went
+    /// on a side connection, writes to slots not held on a write lane, and
+    /// writes already sent waited on, never sent again.
     pub connections_held: u64,
     /// Reads sent on a node's side connection because its shared one was
     /// held (those already waiting there, and those that came after).
     pub reads_moved: u64,
+    /// Writes sent on a node's write lane because its shared one was held
+    /// and their slot was not known to be (docs/behaviour.md §5).
+    pub writes_moved: u64,
     /// Reads the client cache answered (`Builder::client_cache`).
     pub cache_hits: u64,
     /// Cacheable reads it could not answer: sent to the node.

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use zaris_core::{command_target, KvStatus, Outcome, Target};
 
 use crate::codec::{encode, Frame};
-use crate::conn::{ConnError, Connection, SlotKind};
+use crate::conn::{ConnError, Connection, SlotKind, WriteTo};
 use crate::failure::{
     conn_error, conn_failure, read_reply, route_failure, Failure, Inside, Reading,
 };
@@ -349,7 +349,10 @@ async fn run_block(
     // it was not lost, and must not run twice.
     let until = tokio::time::Instant::now() + timeout.min(crate::conn::FAR);
     let last = deadline.unwrap_or(until);
-    let kind = SlotKind::Write { last };
+    let kind = SlotKind::Write {
+        last,
+        to: WriteTo::Several,
+    };
     let frames = match conn
         .request_as(&encode(&block), block.len(), until, None, kind)
         .await

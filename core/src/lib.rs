@@ -80,8 +80,9 @@ pub use health::{
     RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP, REPLICA_PAUSE,
 };
 pub use hold::{
-    at_attempt_time_out, lane, stalled, AtTimeOut, Lane, Liveness, Progress, ALIVE_ANSWER_FRESH,
-    ALIVE_CHECK_EVERY, ALIVE_CHECK_TIMEOUT, STALL_TICK,
+    at_attempt_time_out, lane, stalled, write_lane, AtTimeOut, HeldWrites, Lane, Liveness,
+    Progress, WriteConn, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY, ALIVE_CHECK_TIMEOUT, STALL_TICK,
+    WRITE_LANES,
 };
 pub use lines::{key_lines, KeyLines};
 pub use placement::{

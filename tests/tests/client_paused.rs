@@ -6,7 +6,9 @@
 //!
 //! The workload is a new user's, on one client with its defaults: 4 tasks
 //! read keys of one master, 4 tasks `INCR` counters there (in one slot),
-//! 4 tasks read keys of the other masters. The churn comes 2 s in: a
+//! 4 tasks read keys of the other masters; and, as requests come to a
+//! server, an `INCR` of another counter of that master (each in a slot
+//! of its own) every 10 ms, whatever the others wait for. The churn comes 2 s in: a
 //! write pause of 3 s and of 12 s, a manual failover, and an atomic slot
 //! migration of the counters' slot, emulated (`Cluster::atomic_migration`:
 //! the source's writes paused while the slot's keys move and the slot is
@@ -17,7 +19,11 @@
 //!   though the pause outlasts the 5 s attempt time-out;
 //! - every write completes once the pause ends;
 //! - reads of the paused master do not wait for the pause (they reach it
-//!   over another connection), nor do the other masters' reads.
+//!   over another connection), nor do the other masters' reads;
+//! - the extra connections stay bounded: a pause of every write holds the
+//!   write lanes in turn (the writes to other slots try them), and the
+//!   master never sees more of the client's connections than its shared
+//!   one, its side one and `zaris_core::WRITE_LANES` lanes.
 //!
 //! The latency bars themselves (250 ms at the longest) are measured in
 //! `just bench-client`'s pause scenario, beside fred and redis-rs; here a
@@ -41,8 +47,10 @@ const PAUSE_AT: Duration = Duration::from_secs(2);
 struct Run {
     /// The longest read of the paused master.
     paused_reads: Duration,
-    /// The longest read of the other masters.
+    /// The longest read of the other masters, and when it began (since
+    /// the workload did: the churn comes at `PAUSE_AT`).
     other_reads: Duration,
+    other_reads_at: Duration,
     /// Every call that failed, and why.
     errors: Vec<String>,
     /// Increments acknowledged to their callers.
@@ -51,8 +59,12 @@ struct Run {
     applied: u64,
     /// The longest write.
     longest_write: Duration,
-    /// What the client counted: connections held, reads moved.
-    held: (u64, u64),
+    /// What the client counted: connections held, reads moved, writes
+    /// moved to a lane.
+    held: (u64, u64, u64),
+    /// The client's connections to the paused master, midway through a
+    /// pause.
+    connections: Option<usize>,
 }
 
 /// The churn the workload meets.
@@ -82,9 +94,15 @@ fn a_write_pause_costs_the_paused_writes_latency_and_nothing_else() {
                 run.longest_write
             );
             assert!(
-                run.held.0 >= 1 && run.held.1 >= 1,
-                "{server}: {:?}",
+                run.held.0 >= 1 && run.held.1 >= 1 && run.held.2 >= 1,
+                "{server}: connections held, reads and writes moved: {:?}",
                 run.held
+            );
+            let most = 2 + zaris_core::WRITE_LANES;
+            assert!(
+                run.connections.is_some_and(|n| (2..=most).contains(&n)),
+                "{server}: the client's connections to the paused master: {:?} (at most {most})",
+                run.connections
             );
         }
     }
@@ -128,8 +146,9 @@ fn holds(server: &str, run: &Run, pause: Duration) {
     );
     assert!(
         run.other_reads < pause / 3,
-        "{server}: a read of another master waited {:?}",
-        run.other_reads
+        "{server}: a read of another master waited {:?} (from {:?}, the churn at {PAUSE_AT:?})",
+        run.other_reads,
+        run.other_reads_at
     );
 }
 
@@ -159,6 +178,9 @@ fn under(server: &str, churn: Churn) -> Run {
     let others = Arc::new(keys_of(&client, &cluster, master, "or", false));
     let counters: Arc<Vec<String>> =
         Arc::new((0..32).map(|i| format!("{{paused}}:ctr:{i}")).collect());
+    // Each in a slot of its own on the same master (one the migration
+    // does not move).
+    let arriving = Arc::new(keys_of(&client, &cluster, master, "pc", true));
     rt.block_on(async {
         for key in reads.iter().chain(others.iter()) {
             client.set(key, "v").await.unwrap();
@@ -166,6 +188,7 @@ fn under(server: &str, churn: Churn) -> Run {
     });
 
     let stop = Arc::new(AtomicBool::new(false));
+    let began = Instant::now();
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
     let acknowledged = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -175,18 +198,20 @@ fn under(server: &str, churn: Churn) -> Run {
             let (client, keys, stop, errors) =
                 (client.clone(), keys.clone(), stop.clone(), errors.clone());
             tasks.push(rt.spawn(async move {
-                let mut longest = Duration::ZERO;
+                let (mut longest, mut at) = (Duration::ZERO, Duration::ZERO);
                 let mut i = t;
                 while !stop.load(Ordering::Acquire) {
                     let started = Instant::now();
                     if let Err(e) = client.get(&keys[i % keys.len()]).await {
                         errors.lock().unwrap().push(format!("GET: {e}"));
                     }
-                    longest = longest.max(started.elapsed());
+                    if started.elapsed() > longest {
+                        (longest, at) = (started.elapsed(), started - began);
+                    }
                     i += TASKS;
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
-                (paused, longest)
+                (paused, longest, at)
             }));
         }
     }
@@ -219,7 +244,50 @@ fn under(server: &str, churn: Churn) -> Run {
         })
         .collect();
 
+    // Arrivals: one every 10 ms, not waiting for the last.
+    let arrivals = {
+        let (client, keys, stop, errors, acknowledged) = (
+            client.clone(),
+            arriving.clone(),
+            stop.clone(),
+            errors.clone(),
+            acknowledged.clone(),
+        );
+        rt.spawn(async move {
+            let mut sent = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            for i in 0.. {
+                tick.tick().await;
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                let (client, key, errors, acknowledged) = (
+                    client.clone(),
+                    keys[i % keys.len()].clone(),
+                    errors.clone(),
+                    acknowledged.clone(),
+                );
+                sent.push(tokio::spawn(async move {
+                    let started = Instant::now();
+                    match client.cmd(&["INCR", key.as_str()]).await {
+                        Ok(_) => {
+                            acknowledged.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => errors.lock().unwrap().push(format!("INCR: {e}")),
+                    }
+                    started.elapsed()
+                }));
+            }
+            let mut longest = Duration::ZERO;
+            for write in sent {
+                longest = longest.max(write.await.unwrap());
+            }
+            longest
+        })
+    };
+
     std::thread::sleep(PAUSE_AT);
+    let mut connections = None;
     match churn {
         Churn::Pause(pause) => {
             let ms = pause.as_millis().to_string();
@@ -227,7 +295,9 @@ fn under(server: &str, churn: Churn) -> Run {
             admin
                 .command(&[b"CLIENT", b"PAUSE", ms.as_bytes(), b"WRITE"])
                 .expect("CLIENT PAUSE");
-            std::thread::sleep(pause);
+            std::thread::sleep(pause / 2);
+            connections = Some(clients_of(&mut admin));
+            std::thread::sleep(pause - pause / 2);
         }
         Churn::ManualFailover => {
             let replica = cluster.replica_of(master).expect("a replica");
@@ -249,24 +319,29 @@ fn under(server: &str, churn: Churn) -> Run {
 
     let mut run = Run::default();
     for task in tasks {
-        let (paused, longest) = rt.block_on(task).unwrap();
-        let bar = if paused {
-            &mut run.paused_reads
-        } else {
-            &mut run.other_reads
-        };
-        *bar = (*bar).max(longest);
+        match rt.block_on(task).unwrap() {
+            (true, longest, _) => run.paused_reads = run.paused_reads.max(longest),
+            (false, longest, at) if longest > run.other_reads => {
+                (run.other_reads, run.other_reads_at) = (longest, at);
+            }
+            _ => {}
+        }
     }
-    for writer in writers {
+    for writer in writers.into_iter().chain([arrivals]) {
         run.longest_write = run.longest_write.max(rt.block_on(writer).unwrap());
     }
     run.errors = std::mem::take(&mut errors.lock().unwrap());
     let stats = client.stats();
-    run.held = (stats.connections_held, stats.reads_moved);
+    run.held = (
+        stats.connections_held,
+        stats.reads_moved,
+        stats.writes_moved,
+    );
+    run.connections = connections;
     run.acknowledged = acknowledged.load(Ordering::Relaxed);
     run.applied = rt.block_on(async {
         let mut sum = 0;
-        for key in counters.iter() {
+        for key in counters.iter().chain(arriving.iter()) {
             if let Some(v) = client.get(key).await.unwrap() {
                 sum += std::str::from_utf8(&v).unwrap().parse::<u64>().unwrap();
             }
@@ -274,6 +349,22 @@ fn under(server: &str, churn: Churn) -> Run {
         sum
     });
     run
+}
+
+/// The client connections of the node `admin` is connected to, its
+/// replicas' and `admin`'s own left out (`CLIENT LIST`).
+fn clients_of(admin: &mut zaris_tests::RespConn) -> usize {
+    match admin.command(&[b"CLIENT", b"LIST"]).expect("CLIENT LIST") {
+        zaris_tests::Frame::BulkString(list) => String::from_utf8_lossy(&list)
+            .lines()
+            .filter(|l| {
+                let field = |name: &str| l.split(' ').find_map(|f| f.strip_prefix(name));
+                !field("flags=").is_some_and(|f| f.contains('S'))
+                    && field("cmd=") != Some("client|list")
+            })
+            .count(),
+        other => panic!("CLIENT LIST: {other:?}"),
+    }
 }
 
 /// A blocking pop is a write: a pause holds it before it runs. A caller

@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
 use tokio_util::either::Either;
+use zaris_core::WriteConn;
 
 use super::driver::{drive, drive_stream};
 use super::error::ConnError;
@@ -53,10 +54,25 @@ impl Connection {
     }
 
     /// Has `watch` ask its node whether it is alive when it stalls, and
-    /// hand reads back while its node holds it (a node's shared
-    /// connection).
-    pub(crate) fn watch_with(&self, watch: Arc<dyn Watch>) {
+    /// hand reads back while its node holds it: `place`, one of its node's
+    /// write connections (`None`: a caller's own).
+    pub(crate) fn watch_with(&self, watch: Arc<dyn Watch>, place: Option<WriteConn>) {
+        if let Some(place) = place {
+            let _ = self.shared.place.set(place);
+        }
         let _ = self.shared.watch.set(watch);
+    }
+
+    /// [`Self::watch_with`] for write lane `lane`, from its first watched
+    /// request on: one write held there holds the lane.
+    pub(crate) fn watch_as_lane(&self, watch: Arc<dyn Watch>, lane: u8) {
+        self.shared.eager.store(true, Ordering::Relaxed);
+        self.watch_with(watch, Some(WriteConn::Lane(lane)));
+    }
+
+    /// Whether its node holds it now (its oldest request, as a check found).
+    pub(crate) fn is_held(&self) -> bool {
+        self.shared.held.load(Ordering::Relaxed)
     }
 
     /// Whether the socket is still believed good.
@@ -100,7 +116,7 @@ impl Connection {
         room: Option<OwnedSemaphorePermit>,
         kind: SlotKind,
     ) -> Result<Frames, ConnError> {
-        let (done, mut reply) = oneshot::channel();
+        let (done, reply) = oneshot::channel();
         let slot = Slot {
             id: 0,
             replies,
@@ -109,11 +125,45 @@ impl Connection {
             _room: room,
             kind,
         };
-        let Some(me) = self.shared.submit(bytes, slot)? else {
-            return reply.await.unwrap_or_else(|_| Err(self.shared.ended()));
+        let (me, reads) = self.shared.submit(bytes, slot)?;
+        let mut wait = Waiting {
+            shared: &self.shared,
+            me,
+            reply,
+            answered: !matches!(kind, SlotKind::Write { .. }),
         };
-        let _reading = Reading(&self.shared);
-        std::future::poll_fn(|cx| self.shared.poll_own_reply(&mut reply, me, cx)).await
+        let reply = if reads {
+            let _reading = Reading(&self.shared);
+            std::future::poll_fn(|cx| self.shared.poll_own_reply(&mut wait.reply, me, cx)).await
+        } else {
+            (&mut wait.reply)
+                .await
+                .unwrap_or_else(|_| Err(self.shared.ended()))
+        };
+        wait.answered = true;
+        reply
+    }
+}
+
+/// A caller's wait for the reply of slot `me`. A write's caller that gives
+/// up on it before its reply (its future dropped) has it noted if its node
+/// holds the connection: no later write to its slot overtakes it
+/// (`zaris_core::HeldWrites`).
+struct Waiting<'a> {
+    shared: &'a Shared,
+    me: u64,
+    reply: oneshot::Receiver<super::shared::Reply>,
+    /// Answered, or not a write: nothing to note.
+    answered: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            // Closed first: a hold noting the given-up writes sees it.
+            self.reply.close();
+            self.shared.stopped_waiting(self.me);
+        }
     }
 }
 

@@ -169,7 +169,7 @@ fn look_at(slot: &mut Slot, now: Instant, liveness: Liveness, ask: &mut bool) ->
         return Some(slot.deadline);
     }
     let told = match slot.kind {
-        SlotKind::Write { last } => {
+        SlotKind::Write { last, .. } => {
             let movable = crate::seam::planted(crate::seam::Plant::ResentAfterTimeOut);
             match at_attempt_time_out(movable, liveness) {
                 AtTimeOut::WaitOn if last > now => {
@@ -247,8 +247,10 @@ impl Driver {
                 if !slot.waited() {
                     continue;
                 }
-                if let Some(again) = look_at(slot, now, liveness, &mut ask) {
-                    next = Some(next.map_or(again, |n| n.min(again)));
+                match look_at(slot, now, liveness, &mut ask) {
+                    Some(again) => next = Some(next.map_or(again, |n| n.min(again))),
+                    // Told: a write given up while still owed.
+                    None => shared.gave_up(slot),
                 }
             }
             // A connection owing several watched replies ticks: a read may

@@ -14,4 +14,4 @@ pub(crate) use connection::{Connection, Stream};
 pub use dial::Credentials;
 pub(crate) use dial::{authenticate, connect, open, AddressMap, ConnOptions, CredentialsSource};
 pub(crate) use error::ConnError;
-pub(crate) use shared::{PushSink, SlotKind, Watch, FAR};
+pub(crate) use shared::{PushSink, SlotKind, Watch, WriteTo, FAR};

@@ -28,7 +28,9 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
-use zaris_core::{Liveness, Progress, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY, STALL_TICK};
+use zaris_core::{
+    Liveness, Progress, WriteConn, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY, STALL_TICK,
+};
 
 use super::error::ConnError;
 use crate::codec::{take_frames, Frame, Frames, Limits};
@@ -81,11 +83,35 @@ pub(crate) enum SlotKind {
     /// whether it is alive, unless it said so lately; one that answers
     /// holds it and will apply it, so it waits on, to `last` (its
     /// request's deadline), and past that its caller hears
-    /// [`ConnError::Held`].
-    Write { last: Instant },
+    /// [`ConnError::Held`]. Not sent yet on a held connection, a write to
+    /// one slot not placed yet may be handed back ([`ConnError::Moved`])
+    /// to go where `zaris_core::write_lane` says.
+    Write { last: Instant, to: WriteTo },
     /// A read handed back to be sent elsewhere: its reply here, when it
     /// comes, goes to no one, unsaid.
     Moved,
+}
+
+/// The slots a write goes to, as a held connection sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteTo {
+    /// Several slots, or none known (a batch, a transaction): it stays on
+    /// the connection it is sent on.
+    Several,
+    /// One slot, not placed yet: on a held connection, it may leave.
+    Slot(u16),
+    /// One slot, sent where `zaris_core::write_lane` placed it: it stays.
+    Placed(u16),
+}
+
+impl WriteTo {
+    /// Its one slot, if it has one.
+    pub(crate) fn slot(self) -> Option<u16> {
+        match self {
+            WriteTo::Several => None,
+            WriteTo::Slot(slot) | WriteTo::Placed(slot) => Some(slot),
+        }
+    }
 }
 
 impl Slot {
@@ -161,6 +187,12 @@ pub(super) struct Shared {
     /// this one's oldest request (paused, or a `WAIT`), so reads go
     /// elsewhere. Cleared by its next reply.
     pub(super) held: AtomicBool,
+    /// Watched from its first watched request, not its second: a write
+    /// lane, where one write held is already one too many.
+    pub(super) eager: AtomicBool,
+    /// Which of its node's write connections it is (`None`: one of a
+    /// caller's own, a transaction's).
+    pub(super) place: OnceLock<WriteConn>,
 }
 
 /// Asks a node, on a connection other than the stalled one, whether it is
@@ -168,8 +200,19 @@ pub(super) struct Shared {
 pub(crate) trait Watch: Send + Sync {
     /// Whether the node answered within `zaris_core::ALIVE_CHECK_TIMEOUT`.
     fn ask(self: Arc<Self>) -> Pin<Box<dyn Future<Output = bool> + Send + 'static>>;
-    /// The node holds the connection (it did not a moment ago).
-    fn held(&self);
+    /// The node holds the connection `place` (it did not a moment ago),
+    /// which owes replies to writes to `given_up` (`None`: several slots,
+    /// or unknown) whose callers gave up. Called under the connection's
+    /// lock.
+    fn held(&self, place: Option<WriteConn>, given_up: &[Option<u16>]);
+    /// The caller of a write to `slot` that `place`, a held connection,
+    /// still owes a reply gave up on it: no later write to its slot may
+    /// overtake it. Called under the connection's lock.
+    fn gave_up(&self, place: Option<WriteConn>, slot: Option<u16>);
+    /// Whether a write to `to`, not sent yet, stays on `place`, a held
+    /// connection, or leaves for the connection `zaris_core::write_lane`
+    /// picks. Called under the connection's lock.
+    fn write_stays(&self, place: Option<WriteConn>, to: WriteTo) -> bool;
     /// The connection it held answered again.
     fn freed(&self);
     /// A check ended without the node holding this connection.
@@ -192,6 +235,8 @@ impl Shared {
             watch: OnceLock::new(),
             bytes_read: AtomicU64::new(0),
             held: AtomicBool::new(false),
+            eager: AtomicBool::new(false),
+            place: OnceLock::new(),
         })
     }
 
@@ -264,36 +309,43 @@ impl Shared {
 
     /// Queues `bytes` with its reply slot: written at once when the
     /// connection is idle (nothing owed, nothing queued), else by the task.
-    /// `Some(id)`: the caller was alone, and reads its own reply (slot
-    /// `id`) on its own poll ([`Self::poll_own_reply`]) until it hands the
-    /// reading back ([`Self::stop_reading`]).
-    pub(super) fn submit(&self, bytes: &[u8], mut slot: Slot) -> Result<Option<u64>, ConnError> {
+    /// Its slot's number, and whether the caller was alone and reads its
+    /// own reply on its own poll ([`Self::poll_own_reply`]) until it hands
+    /// the reading back ([`Self::stop_reading`]).
+    pub(super) fn submit(&self, bytes: &[u8], mut slot: Slot) -> Result<(u64, bool), ConnError> {
         let (deadline, watched) = (slot.deadline, slot.kind != SlotKind::Plain);
         let mut state = self.lock();
         if let Some(why) = &state.ended {
             return Err(why.clone());
         }
-        // Held since the caller looked: it goes elsewhere.
-        if slot.kind == SlotKind::Read && self.held.load(Ordering::Relaxed) {
+        // Held since the caller looked: a read goes elsewhere, and a write
+        // to a slot not held to a write lane.
+        if self.held.load(Ordering::Relaxed) && self.leaves(slot.kind) {
             return Err(ConnError::Moved);
         }
         slot.id = state.next_id;
         state.next_id += 1;
         let mut rest = bytes;
-        let mut reads = None;
+        let (id, mut reads) = (slot.id, false);
         let idle = state.slots.is_empty() && state.out.is_empty() && !state.gathering;
         if let (Some(tcp), true) = (&self.tcp, idle) {
             rest = write_now(tcp, rest);
             if rest.is_empty() && !self.caller_reads.swap(true, Ordering::AcqRel) {
-                reads = Some(slot.id);
+                reads = true;
             }
         }
         state.slots.push_back(slot);
         let mut wake = false;
         let mut arm_at = deadline;
-        // A second watched request owed: a read may wait behind the first,
-        // so the timer ticks (the clock read once, as it starts).
-        if watched && state.slots.len() > 1 && !state.ticking && self.watch.get().is_some() {
+        // A second watched request owed (on a write lane, a first): a read
+        // may wait behind the first, so the timer ticks (the clock read
+        // once, as it starts).
+        let owed = if self.eager.load(Ordering::Relaxed) {
+            0
+        } else {
+            1
+        };
+        if watched && state.slots.len() > owed && !state.ticking && self.watch.get().is_some() {
             state.ticking = true;
             arm_at = arm_at.min(Instant::now() + STALL_TICK);
         }
@@ -311,7 +363,7 @@ impl Shared {
         if wake {
             self.wake();
         }
-        Ok(reads)
+        Ok((id, reads))
     }
 
     /// A reading caller's wait for its reply (slot `me`): told by the
@@ -466,6 +518,25 @@ impl Shared {
         });
     }
 
+    /// Whether a request of `kind`, not sent yet, leaves this connection
+    /// while its node holds it: a read does; a write does when
+    /// `zaris_core::write_lane` places it elsewhere.
+    fn leaves(&self, kind: SlotKind) -> bool {
+        match kind {
+            SlotKind::Read => true,
+            SlotKind::Write { mut to, .. } => {
+                if crate::seam::planted(crate::seam::Plant::WritesStayHeld) {
+                    to = to.slot().map_or(WriteTo::Several, WriteTo::Placed);
+                }
+                let place = self.place.get().copied();
+                self.watch
+                    .get()
+                    .is_some_and(|watch| !watch.write_stays(place, to))
+            }
+            _ => false,
+        }
+    }
+
     /// Its node holds it: reads go elsewhere from now, and those waiting
     /// here are handed back to be sent there.
     fn hold(&self) {
@@ -473,6 +544,22 @@ impl Shared {
             let mut state = self.lock();
             // Set under the lock: a read submitted after it finds it.
             let first = !self.held.swap(true, Ordering::Relaxed);
+            // The writes it owes that their callers gave up on are noted
+            // before a write submitted next can be placed: none overtakes
+            // one to its slot. (A write still waited for has no order to
+            // keep with a later one: they are concurrent.)
+            if let (true, Some(watch)) = (first, self.watch.get()) {
+                let given_up: Vec<Option<u16>> = state
+                    .slots
+                    .iter()
+                    .filter(|slot| !slot.waited())
+                    .filter_map(|slot| match slot.kind {
+                        SlotKind::Write { to, .. } => Some(to.slot()),
+                        _ => None,
+                    })
+                    .collect();
+                watch.held(self.place.get().copied(), &given_up);
+            }
             let mut moved = Vec::new();
             for slot in &mut state.slots {
                 if slot.kind == SlotKind::Read && slot.waited() {
@@ -489,11 +576,31 @@ impl Shared {
                 "a node holds a request (paused?): reads go on another connection"
             );
         }
-        if let (true, Some(watch)) = (first, self.watch.get()) {
-            watch.held();
-        }
         for done in moved {
             let _ = done.send(Err(ConnError::Moved));
+        }
+    }
+
+    /// The caller of `slot`, a write still owed a reply, gave up on it
+    /// (under the lock): on a held connection, its slot is noted.
+    pub(super) fn gave_up(&self, slot: &Slot) {
+        let (SlotKind::Write { to, .. }, Some(watch)) = (slot.kind, self.watch.get()) else {
+            return;
+        };
+        if self.held.load(Ordering::Relaxed) {
+            watch.gave_up(self.place.get().copied(), to.slot());
+        }
+    }
+
+    /// The caller waiting for slot `id` stopped waiting before its reply
+    /// (a dropped future), its receiver closed first: a write its held
+    /// connection still owes is noted ([`Self::gave_up`]). Under the lock,
+    /// so that [`Self::hold`] either sees the receiver closed or comes
+    /// first and is seen here.
+    pub(super) fn stopped_waiting(&self, id: u64) {
+        let state = self.lock();
+        if let Some(slot) = state.slots.iter().find(|slot| slot.id == id) {
+            self.gave_up(slot);
         }
     }
 

@@ -12,12 +12,12 @@ use tokio::time::Instant;
 use bytes::BytesMut;
 use smallvec::SmallVec;
 use tokio::sync::OwnedSemaphorePermit;
-use zaris_core::{lane, KvStatus, Lane, Outcome, RouteError};
+use zaris_core::{lane, KvStatus, Lane, Outcome, RouteError, WriteConn};
 
 use super::retry::InFlight;
 use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
-use crate::conn::{ConnError, SlotKind, FAR};
+use crate::conn::{ConnError, SlotKind, WriteTo, FAR};
 use crate::failure::{read_reply, route_failure, wait_failed, Failure, Inside, Reading};
 use crate::inner::Inner;
 use crate::metrics;
@@ -31,6 +31,14 @@ use crate::Error;
 const BLOCKING_WITHOUT_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
 
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// Whether every request of the share is a read.
+fn reads_only<R: Requests + ?Sized>(requests: &R, round: &[InFlight], share: &Share) -> bool {
+    share
+        .members
+        .iter()
+        .all(|&(at, _)| requests.read(round[at].index))
+}
 
 /// The requests of one round that go to one node in one write (or, for a
 /// blocking command, alone on a connection of its own).
@@ -172,6 +180,10 @@ impl Inner {
             true => None,
             false => match share.node.try_admit(share.members.len()) {
                 Some(room) => Some(room),
+                // Reads take no room on a shared connection its node
+                // holds: they go on the side connection (the writes the
+                // pause holds fill the room, and must not hold them up).
+                None if share.node.holds_connection() && reads_only(requests, round, share) => None,
                 None => Some(Box::pin(self.room_on(share, &slots(), until)).await?),
             },
         };
@@ -298,15 +310,19 @@ impl Inner {
     ) -> Result<Frames, ConnError> {
         let index = |at: usize| round[at].index;
         // Reads alone may go on another connection if the node holds this
-        // one; a write waits on there (`zaris_core::hold`).
-        let kind = |read: bool| match lane(read) {
+        // one; a write to one slot, not sent yet, may go on a write lane,
+        // and once sent waits on (`zaris_core::hold`).
+        let kind = |read: bool, slot: Option<u16>| match lane(read) {
             Lane::Side => SlotKind::Read,
-            Lane::Held => SlotKind::Write { last },
+            Lane::Held => SlotKind::Write {
+                last,
+                to: slot.map_or(WriteTo::Several, WriteTo::Slot),
+            },
         };
         // One request alone is sent as it is, without a copy.
         if let [(at, false)] = share.members[..] {
             let i = index(at);
-            let kind = kind(requests.read(i));
+            let kind = kind(requests.read(i), requests.route(i).slot());
             return self
                 .send_on(
                     share,
@@ -318,11 +334,26 @@ impl Inner {
                 )
                 .await;
         }
+        let slots = share
+            .members
+            .iter()
+            .map(|&(at, _)| requests.route(index(at)).slot());
+        let one_slot = slots
+            .clone()
+            .try_fold(None, |one, slot| match (one, slot) {
+                (_, None) => Err(()),
+                (None, slot) => Ok(slot),
+                (one, slot) if one == slot => Ok(one),
+                _ => Err(()),
+            })
+            .ok()
+            .flatten();
         let kind = kind(
             share
                 .members
                 .iter()
                 .all(|&(at, _)| requests.read(index(at))),
+            one_slot,
         );
         let size = share
             .members
@@ -379,6 +410,11 @@ impl Inner {
                     }
                 };
                 match conn.request_as(bytes, replies, until, room, kind).await {
+                    // A write not sent, to a slot its node does not hold,
+                    // on a held connection: on a write lane.
+                    Err(ConnError::Moved) if matches!(kind, SlotKind::Write { .. }) => {
+                        Box::pin(self.send_on_lane(share, bytes, replies, until, kind)).await
+                    }
                     // A read its node holds the connection for (a paused
                     // write ahead of it, or before it was sent): sent on
                     // the side connection.
@@ -408,6 +444,46 @@ impl Inner {
         let timeout = until.saturating_duration_since(Instant::now());
         let conn = share.node.side.connection(timeout).await?;
         conn.request_in(bytes, replies, until, None).await
+    }
+
+    /// A write (not sent yet) that its node's held shared connection
+    /// handed back: sent where `zaris_core::write_lane` places it, behind
+    /// the node's held writes to its slot if there are any, else on a
+    /// free write lane, else on the shared connection; there it stays
+    /// (docs/behaviour.md §5, "Paused nodes").
+    async fn send_on_lane(
+        &self,
+        share: &Share,
+        bytes: &[u8],
+        replies: usize,
+        until: Instant,
+        kind: SlotKind,
+    ) -> Result<Frames, ConnError> {
+        let SlotKind::Write {
+            last,
+            to: WriteTo::Slot(slot),
+        } = kind
+        else {
+            unreachable!("only a write to one slot leaves a held connection")
+        };
+        let placed = SlotKind::Write {
+            last,
+            to: WriteTo::Placed(slot),
+        };
+        let side = &share.node.side;
+        let timeout = until.saturating_duration_since(Instant::now());
+        if let WriteConn::Lane(at) = side.place_of(slot) {
+            // A lane that cannot be opened: the shared connection after all.
+            if let Ok(lane) = side
+                .lane(at, timeout.min(self.config.attempt_timeout))
+                .await
+            {
+                side.moved_write();
+                return lane.request_as(bytes, replies, until, None, placed).await;
+            }
+        }
+        let conn = share.node.connection(timeout, &self.config.conn).await?;
+        conn.request_as(bytes, replies, until, None, placed).await
     }
 
     /// What the replies of an attempt on `node` come to.
