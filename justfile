@@ -80,21 +80,22 @@ sim-campaign:
 
 # Seeded runs on every core, each a minute of the soak's workload and
 # nemesis against the model cluster, judged by the soak's checker. Prints
-# the command that replays each failing seed, writes target/sim/report.json
-# and records the campaign in bench/sim/history.jsonl (the Reliability
-# page).
-# A campaign of SEEDS seeds from FROM, judged and recorded.
+# the command that replays each failing seed and writes
+# target/sim/report.json; `--record` also records the campaign in
+# bench/sim/history.jsonl (the Reliability page), so a first try leaves
+# the tree as it was.
+# A campaign of SEEDS seeds from FROM, judged (`--record`: and recorded).
 sim SEEDS="2000" FROM="1" *FLAGS:
-    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
+    {{sim_env}} cargo run -q --release --manifest-path sim/Cargo.toml --bin zaris-sim -- campaign {{SEEDS}} {{FROM}} {{FLAGS}}
 
 # The simulator built for it by tools/sim-pgo.sh: linked whole and
 # optimised with a profile of its own runs, about a fifth fewer
 # instructions a seed, the same traces. Summaries go to DIR/runs.jsonl as
 # seeds finish, and the same command with `--resume` takes the campaign up
 # where it stopped (any build of the same code gives the same traces).
-# A long campaign: `just sim-long 200000 1 --out DIR [--resume]`.
+# A long campaign: `just sim-long 200000 1 --out DIR [--resume] [--record]`.
 sim-long SEEDS FROM="1" *FLAGS:
-    "$(tools/sim-pgo.sh)" campaign {{SEEDS}} {{FROM}} --record {{FLAGS}}
+    "$(tools/sim-pgo.sh)" campaign {{SEEDS}} {{FROM}} {{FLAGS}}
 
 # Every attempt, redirect, refresh and fault of one run, and the checker's
 # verdict.
@@ -153,7 +154,7 @@ test-engines:
 test-aarch64:
     @echo "==> zaris-core on aarch64 (qemu-user): PMULL detected at run time"
     # Emulated, so fewer property cases (the native runs take the full 2,000).
-    PROPTEST_CASES=200 ZARIS_EXPECT_CLMUL=1 cargo test -p zaris-core --target aarch64-unknown-linux-gnu
+    PROPTEST_CASES=200 ZARIS_EXPECT_CLMUL=1 cargo test -p zaris-core --features simulate --target aarch64-unknown-linux-gnu
     @echo "==> zaris-core on aarch64 without std: PMULL by target feature"
     ZARIS_EXPECT_CLMUL=1 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+aes" \
         cargo test -p zaris-core --no-default-features --target aarch64-unknown-linux-gnu --lib

@@ -61,7 +61,10 @@ const REFUSED: &[(&str, &str)] = &[
         "auth",
         "every connection authenticates itself (Builder::auth)",
     ),
-    ("hello", "the client speaks RESP2 on every connection"),
+    (
+        "hello",
+        "the client picks each connection's protocol (Builder::protocol; RESP3 with the client cache)",
+    ),
     ("reset", "it resets the connection other requests share"),
     ("quit", "it closes the connection other requests share"),
     ("readonly", "the client decides where reads go"),

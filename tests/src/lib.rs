@@ -141,6 +141,16 @@ pub fn servers_under_test() -> Vec<String> {
     servers
 }
 
+/// Runs `test` once for each server under test ([`servers_under_test`]),
+/// announcing each on standard error, so that a failure's output says
+/// which server it met.
+pub fn each_server(mut test: impl FnMut(&str)) {
+    for server in servers_under_test() {
+        eprintln!("==> on {server}");
+        test(&server);
+    }
+}
+
 /// How a node is reached: plain text, or TLS only.
 #[derive(Clone, Default)]
 pub enum Transport {

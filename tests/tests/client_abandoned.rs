@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use zaris_client::{Client, Value};
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{runtime, servers_under_test, Frame};
+use zaris_tests::{each_server, runtime, Frame};
 
 /// `blocked_clients` in the node's `INFO clients`.
 fn blocked_clients(cluster: &Cluster, node: usize) -> u64 {
@@ -65,8 +65,8 @@ async fn pushed_item_is_served(client: &Client, key: &str, what: &str) {
 
 #[test]
 fn a_blocking_command_given_up_on_is_unblocked_not_served() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, |b| b);
         let strict = cluster.client(&rt, |b| b.request_timeout(Some(Duration::from_millis(500))));
@@ -129,7 +129,7 @@ fn a_blocking_command_given_up_on_is_unblocked_not_served() {
             Some(&Value::Data("late".into())),
             "{server}"
         );
-    }
+    });
 }
 
 /// A script that keeps its node busy for 300 ms, then answers "slow".
@@ -146,8 +146,8 @@ const SLOW: &str = "local t = redis.call('TIME') \
 /// it is still owed, and another caller is already waiting behind it.
 #[test]
 fn replies_given_up_on_are_dropped_never_handed_to_the_next_caller() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, |b| b);
         // One slot: one node, one shared connection.
@@ -207,5 +207,5 @@ fn replies_given_up_on_are_dropped_never_handed_to_the_next_caller() {
         for _ in 0..100 {
             mine("afterwards");
         }
-    }
+    });
 }

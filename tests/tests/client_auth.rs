@@ -4,7 +4,7 @@
 use zaris_client::Error;
 use zaris_tests::builder;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{servers_under_test, Frame, RedisNode};
+use zaris_tests::{each_server, Frame, RedisNode};
 
 const PASSWORD: &str = "s3cret pass";
 
@@ -34,8 +34,8 @@ fn protected_node(server: &str) -> RedisNode {
 
 #[test]
 fn passwords_are_sent_and_refusals_are_clear() {
-    for server in servers_under_test() {
-        let node = protected_node(&server);
+    each_server(|server| {
+        let node = protected_node(server);
         let addr = node.addr();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -78,5 +78,5 @@ fn passwords_are_sent_and_refusals_are_clear() {
             };
             assert!(!format!("{credentials:?}").contains(PASSWORD));
         });
-    }
+    });
 }

@@ -15,15 +15,15 @@ use std::time::Duration;
 use zaris_client::Value;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const KEYS: usize = 20;
 const TASKS: usize = 8;
 
 #[test]
 fn a_slot_moved_back_and_forth_costs_latency_not_errors() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         // The default policy: 3 attempts, the 500 ms refresh debounce.
         let client = cluster.client(&rt, |b| b);
@@ -104,5 +104,5 @@ fn a_slot_moved_back_and_forth_costs_latency_not_errors() {
                 );
             }
         });
-    }
+    });
 }

@@ -11,19 +11,19 @@ use std::time::Duration;
 
 use zaris_client::{Client, Stats, Value};
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const QUEUE: &str = "queue:{blocked}";
 
 #[test]
 fn a_blocked_pop_survives_a_manual_failover_of_its_master() {
-    for server in servers_under_test() {
-        let (_, after) = pop_through_a_failover(&server, None);
+    each_server(|server| {
+        let (_, after) = pop_through_a_failover(server, None);
         assert!(
             after.refreshes_started >= 1,
             "{server}: the role change refreshed the map: {after:?}"
         );
-    }
+    });
 }
 
 /// Seed 115150: a master demoted moments after the client refreshed its
@@ -41,8 +41,8 @@ fn a_blocked_pop_survives_a_manual_failover_of_its_master() {
 /// is raised to 5 s so the demotion surely falls within it.
 #[test]
 fn a_retry_after_a_demotion_waits_for_a_new_map_not_the_old_one() {
-    for server in servers_under_test() {
-        let (before, after) = pop_through_a_failover(&server, Some(Duration::from_secs(5)));
+    each_server(|server| {
+        let (before, after) = pop_through_a_failover(server, Some(Duration::from_secs(5)));
         assert!(
             after.refreshes_debounced > before.refreshes_debounced,
             "{server}: staged: the refresh after the demotion fell within the interval: {after:?}"
@@ -51,7 +51,7 @@ fn a_retry_after_a_demotion_waits_for_a_new_map_not_the_old_one() {
             after.moved_redirects, before.moved_redirects,
             "{server}: the retry went to the new master, not by the old map to the demoted node"
         );
-    }
+    });
 }
 
 /// A `BLPOP` blocked on the master of its slot, which a manual failover

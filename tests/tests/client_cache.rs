@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zaris_client::{CacheConfig, Client, Error, Protocol, ReadFrom, Value};
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 #[test]
 fn the_cache_refuses_what_would_break_its_bound() {
@@ -42,9 +42,9 @@ fn the_cache_refuses_what_would_break_its_bound() {
 
 #[test]
 fn reads_are_served_from_memory_until_a_node_invalidates_them() {
-    for server in servers_under_test() {
-        steady_state(&server);
-    }
+    each_server(|server| {
+        steady_state(server);
+    });
 }
 
 /// What `attempt` gives once it gives something, tried every 20 ms for

@@ -10,7 +10,7 @@
 //! the bound is not vacuous: most reads hit, and some inside the lease
 //! saw the value a write replaced.
 
-use zaris_tests::servers_under_test;
+use zaris_tests::each_server;
 use zaris_tests::soak::{run, Config, EventKind};
 
 const SCRIPT: [EventKind; 11] = [
@@ -29,14 +29,14 @@ const SCRIPT: [EventKind; 11] = [
 
 #[test]
 fn no_cached_read_breaks_the_bound_through_any_churn() {
-    for server in servers_under_test() {
+    each_server(|server| {
         let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("cache-churn")
-            .join(&server);
+            .join(server);
         let report = run(&Config {
             seconds: 180,
             seed: 45,
-            server: server.clone(),
+            server: server.to_owned(),
             out,
             script: SCRIPT.to_vec(),
         })
@@ -56,5 +56,5 @@ fn no_cached_read_breaks_the_bound_through_any_churn() {
             cache.stale_inside_lease >= 1,
             "{server}: no read inside the lease saw an older value: {cache:?}"
         );
-    }
+    });
 }

@@ -24,7 +24,7 @@ use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::{eventually, one_cluster_at_a_time};
 use zaris_tests::tls::Pki;
 use zaris_tests::{builder, runtime};
-use zaris_tests::{servers_under_test, Frame, Transport};
+use zaris_tests::{each_server, Frame, Transport};
 
 /// How a test reaches its cluster: plain text, or TLS only (`rediss://`
 /// seeds, the test CA trusted).
@@ -99,9 +99,9 @@ fn sample_keys() -> Vec<Vec<u8>> {
 fn steady_state_routes_every_key_to_its_owner_without_redirects() {
     let _one = one_cluster_at_a_time();
     for over in Over::both() {
-        for server in servers_under_test() {
-            steady_state(&server, &over);
-        }
+        each_server(|server| {
+            steady_state(server, &over);
+        });
     }
 }
 
@@ -389,9 +389,9 @@ fn delta(after: &Stats, before: &Stats) -> (u64, u64, u64) {
 fn churn_hides_ownership_moves_and_keeps_acknowledged_writes() {
     let _one = one_cluster_at_a_time();
     for over in Over::both() {
-        for server in servers_under_test() {
-            churn(&server, &over);
-        }
+        each_server(|server| {
+            churn(server, &over);
+        });
     }
 }
 
@@ -683,8 +683,8 @@ fn migrate_with_ask_and_tryagain(
 #[test]
 fn a_moved_slot_costs_a_handful_of_refreshes_and_raw_statuses_show_without_retries() {
     let _one = one_cluster_at_a_time();
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let seeds = [cluster.addr(0)];
         let client = rt.block_on(builder().connect(&seeds)).unwrap();
@@ -828,5 +828,5 @@ fn a_moved_slot_costs_a_handful_of_refreshes_and_raw_statuses_show_without_retri
         );
         assert_eq!(counter.version, TASKS * EACH);
         assert!(successes.1 > 0, "{server}: the tasks really raced");
-    }
+    });
 }

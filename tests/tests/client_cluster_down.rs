@@ -11,13 +11,13 @@ use futures_util::future::join_all;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 #[test]
 fn a_cluster_down_costs_waits_not_attempts() {
-    for server in servers_under_test() {
-        cluster_down(&server);
-    }
+    each_server(|server| {
+        cluster_down(server);
+    });
 }
 
 fn cluster_down(server: &str) {

@@ -21,7 +21,7 @@ use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::{eventually, one_cluster_at_a_time};
 use zaris_tests::{builder, runtime};
-use zaris_tests::{servers_under_test, Frame};
+use zaris_tests::{each_server, Frame};
 
 fn data(s: &str) -> Value {
     Value::Data(s.as_bytes().to_vec().into())
@@ -46,13 +46,13 @@ async fn ok(client: &Client, args: &[&str]) -> Value {
 #[test]
 fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
     let _one = one_cluster_at_a_time();
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = rt
             .block_on(builder().connect(&[&cluster.addr(0)]))
             .expect("connect");
-        rt.block_on(families(&client, &cluster, &server));
+        rt.block_on(families(&client, &cluster, server));
         let stats = client.stats();
         assert_eq!(stats.moved_redirects, 0, "{server}: {stats:?}");
         assert_eq!(stats.ask_redirects, 0, "{server}: {stats:?}");
@@ -79,7 +79,7 @@ fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
             );
         }
 
-        rt.block_on(bad_lines(&client, &server));
+        rt.block_on(bad_lines(&client, server));
 
         // No deadline and an attempt time-out past any clock: a request's
         // time-out is then far off, not an overflow.
@@ -99,7 +99,7 @@ fn every_command_family_goes_to_the_owner_and_bad_lines_send_nothing() {
                 "{server}"
             );
         });
-    }
+    });
 }
 
 /// Strings, hashes, lists, sets, sorted sets, streams, scripts, functions,
@@ -561,8 +561,8 @@ fn mixed_pipeline(
 #[test]
 fn pipelines_and_transactions_hold_through_migration_and_failover() {
     let _one = one_cluster_at_a_time();
-    for server in servers_under_test() {
-        let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = rt
             .block_on(builder().connect(&[&cluster.addr(0)]))
@@ -583,7 +583,7 @@ fn pipelines_and_transactions_hold_through_migration_and_failover() {
         assert!(pipeline.is_empty());
         assert_eq!(client.stats().moved_redirects, 0);
         assert_eq!(client.stats().attempts, 1000, "one attempt per command");
-        read_back(&rt, &client, &expected, &server);
+        read_back(&rt, &client, &expected, server);
 
         // A bad command in a pipeline fails alone.
         let mut pipeline = client.pipeline();
@@ -608,11 +608,11 @@ fn pipelines_and_transactions_hold_through_migration_and_failover() {
             "split by slot"
         );
 
-        pipeline_while_a_slot_migrates(&cluster, &rt, &client, &mut expected, &server);
-        transaction_retried_whole_when_its_slot_moves(&cluster, &rt, &client, &server);
-        watch_counter_ends_exact(&rt, &client, &server);
-        pipelines_through_failover(&mut cluster, &rt, &client, &keys, &mut expected, &server);
-    }
+        pipeline_while_a_slot_migrates(&cluster, &rt, &client, &mut expected, server);
+        transaction_retried_whole_when_its_slot_moves(&cluster, &rt, &client, server);
+        watch_counter_ends_exact(&rt, &client, server);
+        pipelines_through_failover(&mut cluster, &rt, &client, &keys, &mut expected, server);
+    });
 }
 
 /// Every key of `expected` reads back its value.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use zaris_client::{Credentials, Error, REFRESH_DEBOUNCE};
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test, Frame};
+use zaris_tests::{each_server, runtime, Frame};
 
 /// `ACL SETUSER user on >password ~* &* +@all` on every node (ACLs are
 /// not replicated: each node is told).
@@ -66,9 +66,9 @@ fn close_connections_of(cluster: &Cluster, user: &str) {
 
 #[test]
 fn credentials_rotate_under_traffic_and_churn_without_a_failed_request() {
-    for server in servers_under_test() {
-        rotation(&server);
-    }
+    each_server(|server| {
+        rotation(server);
+    });
 }
 
 fn rotation(server: &str) {

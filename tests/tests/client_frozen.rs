@@ -16,15 +16,15 @@ use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::{
     eventually, median, read_until, times_out, write_through_failover, ThroughFailover,
 };
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const ATTEMPT: Duration = Duration::from_millis(500);
 
 #[test]
 fn a_frozen_master_is_timed_out_failed_over_and_followed_back() {
-    for server in servers_under_test() {
-        frozen_master(&server);
-    }
+    each_server(|server| {
+        frozen_master(server);
+    });
 }
 
 fn frozen_master(server: &str) {

@@ -9,7 +9,7 @@ use zaris_client::Error;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::eventually;
 use zaris_tests::{builder, runtime};
-use zaris_tests::{servers_under_test, Frame};
+use zaris_tests::{each_server, Frame};
 
 /// Node `i` announces `node-<port>.zaris.test` (a reserved name that
 /// never resolves).
@@ -57,8 +57,8 @@ fn strings(frame: &Frame, out: &mut Vec<String>) {
 
 #[test]
 fn announced_hostnames_are_reached_through_the_address_map() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         announce_hostnames(&cluster);
         let rt = runtime();
         let seed = cluster.addr(0);
@@ -138,5 +138,5 @@ fn announced_hostnames_are_reached_through_the_address_map() {
             "{server}: {reply:?}"
         );
         assert_eq!(mapped.stats().moved_redirects, 0, "{server}");
-    }
+    });
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const WRITERS: usize = 8;
 
@@ -29,8 +29,8 @@ struct Write {
 
 #[test]
 fn a_killed_master_costs_latency_not_errors() {
-    for server in servers_under_test() {
-        let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, |b| b);
         let victim_key = "killed:{victim}";
@@ -152,5 +152,5 @@ fn a_killed_master_costs_latency_not_errors() {
             refreshes <= bound,
             "{server}: {refreshes} refreshes in {failed_over:?} (bound {bound})"
         );
-    }
+    });
 }

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const WRITERS: usize = 4;
 
 #[test]
 fn every_node_replaced_at_a_new_address_costs_no_write() {
-    for server in servers_under_test() {
-        let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let seeds = cluster.addrs();
         let client = cluster.client(&rt, |b| b);
@@ -105,5 +105,5 @@ fn every_node_replaced_at_a_new_address_costs_no_write() {
             "{server}: {} writes acknowledged, none failed, every node replaced",
             acked.lock().unwrap().len()
         );
-    }
+    });
 }

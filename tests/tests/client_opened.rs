@@ -18,16 +18,16 @@ use zaris_client::Error;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::proxy::Faults;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const ATTEMPT: Duration = Duration::from_millis(300);
 
 #[test]
 fn a_silent_node_is_opened_and_an_answer_closes_it() {
-    for server in servers_under_test() {
-        black_holed(&server);
-        frozen(&server);
-    }
+    each_server(|server| {
+        black_holed(server);
+        frozen(server);
+    });
 }
 
 fn black_holed(server: &str) {

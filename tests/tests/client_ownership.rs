@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use zaris_client::{Error, OwnershipChanges, OwnershipEvent, RefreshCause, Revealed, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 /// Events until one satisfies `wanted` (returned with those before it), or
 /// a panic after `within`.
@@ -37,9 +37,9 @@ async fn until(
 
 #[test]
 fn ownership_changes_and_node_commands_through_churn() {
-    for server in servers_under_test() {
-        churn(&server);
-    }
+    each_server(|server| {
+        churn(server);
+    });
 }
 
 fn churn(server: &str) {

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const TASKS: usize = 4;
 const PAUSE_AT: Duration = Duration::from_secs(2);
@@ -83,11 +83,11 @@ enum Churn {
 
 #[test]
 fn a_write_pause_costs_the_paused_writes_latency_and_nothing_else() {
-    for server in servers_under_test() {
+    each_server(|server| {
         for pause in [Duration::from_secs(3), Duration::from_secs(12)] {
-            let run = under(&server, Churn::Pause(pause));
+            let run = under(server, Churn::Pause(pause));
             eprintln!("{server}, a {pause:?} write pause: {run:?}");
-            holds(&server, &run, pause);
+            holds(server, &run, pause);
             assert!(
                 run.longest_write >= pause - PAUSE_AT.min(pause) / 2,
                 "{server}: some write was held by the pause ({:?} at the longest)",
@@ -105,17 +105,17 @@ fn a_write_pause_costs_the_paused_writes_latency_and_nothing_else() {
                 run.connections
             );
         }
-    }
+    });
 }
 
 #[test]
 fn a_manual_failover_and_an_atomic_migration_under_load_lose_and_repeat_nothing() {
-    for server in servers_under_test() {
-        let run = under(&server, Churn::ManualFailover);
+    each_server(|server| {
+        let run = under(server, Churn::ManualFailover);
         eprintln!("{server}, a manual failover: {run:?}");
         // The failover's own pause is short; reads wait for its MOVED
         // and a refresh at most.
-        holds(&server, &run, Duration::from_secs(3));
+        holds(server, &run, Duration::from_secs(3));
         // Valkey 8.0 asserts when it drops a lost slot's keys while paused
         // (valkey-io/valkey#1131, fixed after 8.0.1): there the emulation
         // pauses the writes for the final sync and moves the slot after
@@ -123,12 +123,12 @@ fn a_manual_failover_and_an_atomic_migration_under_load_lose_and_repeat_nothing(
         // A large slot's final sync: 2 s of the 10 s the pause may last.
         let pause = Duration::from_secs(10);
         let run = under(
-            &server,
+            server,
             Churn::AtomicMigration(pause, Duration::from_secs(2)),
         );
         eprintln!("{server}, an atomic migration: {run:?}");
-        holds(&server, &run, pause);
-    }
+        holds(server, &run, pause);
+    });
 }
 
 /// What every run must show: no failure, every increment applied once,
@@ -374,8 +374,8 @@ fn clients_of(admin: &mut zaris_tests::RespConn) -> usize {
 /// and 1017 of its campaign, kept here on real servers).
 #[test]
 fn a_pop_held_by_a_pause_and_given_up_on_takes_nothing() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, |b| b);
         let key = "{held}:queue";
@@ -401,5 +401,5 @@ fn a_pop_held_by_a_pause_and_given_up_on_takes_nothing() {
             vec![zaris_client::Value::Data("item".into())],
             "{server}: the held pop took nothing"
         );
-    }
+    });
 }

@@ -27,15 +27,15 @@ use zaris_tests::proxy::Faults;
 use zaris_tests::scenario::{
     median, read_until, times_out, write_through_failover, ThroughFailover,
 };
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const ATTEMPT: Duration = Duration::from_millis(500);
 
 #[test]
 fn a_black_holed_master_is_timed_out_refreshed_around_and_failed_over() {
-    for server in servers_under_test() {
-        black_holed_master(&server);
-    }
+    each_server(|server| {
+        black_holed_master(server);
+    });
 }
 
 fn black_holed_master(server: &str) {
@@ -156,9 +156,9 @@ fn under_black_hole(
 
 #[test]
 fn a_black_holed_node_holds_at_most_its_in_flight_cap_and_slows_no_other() {
-    for server in servers_under_test() {
-        in_flight_cap(&server);
-    }
+    each_server(|server| {
+        in_flight_cap(server);
+    });
 }
 
 fn in_flight_cap(server: &str) {
@@ -238,9 +238,9 @@ fn in_flight_cap(server: &str) {
 
 #[test]
 fn ten_thousand_operations_through_a_failover_start_few_refreshes() {
-    for server in servers_under_test() {
-        refreshes_bounded(&server);
-    }
+    each_server(|server| {
+        refreshes_bounded(server);
+    });
 }
 
 fn refreshes_bounded(server: &str) {

@@ -19,7 +19,7 @@ use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::runtime;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{servers_under_test, Frame};
+use zaris_tests::{each_server, Frame};
 
 /// What the publisher sent: per channel, each sequence number with when
 /// it was published and whether a subscriber was there to get it.
@@ -47,10 +47,10 @@ fn errorstats(cluster: &Cluster) -> String {
 
 #[test]
 fn subscriptions_survive_failover_migration_and_kill() {
-    for server in servers_under_test() {
-        churn(&server, false);
-        churn(&server, true);
-    }
+    each_server(|server| {
+        churn(server, false);
+        churn(server, true);
+    });
 }
 
 /// Pattern messages per channel, in arrival order.

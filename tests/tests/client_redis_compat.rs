@@ -17,7 +17,7 @@ use redis::{AsyncCommands, AsyncTypedCommands, ErrorKind, RedisResult, ServerErr
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::scenario::eventually;
-use zaris_tests::{patient, runtime, servers_under_test};
+use zaris_tests::{each_server, patient, runtime};
 
 /// A redis-rs user's program on `con`, its keys under `p`: what each call
 /// answered, in order (an error as its kind and code, whose words differ
@@ -291,8 +291,8 @@ fn redis_rs(cluster: &Cluster) -> redis::cluster::ClusterClient {
 
 #[test]
 fn a_redis_rs_program_answers_on_zaris_as_on_redis_rs() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, patient);
         let mut zaris = client.redis_compat();
@@ -421,7 +421,7 @@ fn a_redis_rs_program_answers_on_zaris_as_on_redis_rs() {
             .block_on(AsyncCommands::blpop(&mut zaris, "empty:list", 0.1))
             .unwrap();
         assert_eq!(popped, None);
-    }
+    });
 }
 
 /// Counters the workload increments: keys on every master, and one slot's
@@ -570,8 +570,8 @@ fn stored(
 
 #[test]
 fn redis_rs_code_on_zaris_rides_out_churn() {
-    for server in servers_under_test() {
-        let mut cluster = Cluster::start(&server, 3, 1).expect("cluster");
+    each_server(|server| {
+        let mut cluster = Cluster::start(server, 3, 1).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, patient);
         let mut con = client.redis_compat();
@@ -656,5 +656,5 @@ fn redis_rs_code_on_zaris_rides_out_churn() {
             "{server}: {acknowledged:?}"
         );
         eprintln!("{server}: {:?}", client.stats());
-    }
+    });
 }

@@ -10,7 +10,7 @@ use zaris_client::{Error, KvStatus, RefreshCause};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::runtime;
-use zaris_tests::{servers_under_test, simple, Frame};
+use zaris_tests::{each_server, simple, Frame};
 
 fn node_id(cluster: &Cluster, i: usize) -> Vec<u8> {
     match cluster
@@ -38,8 +38,8 @@ fn set_slot(cluster: &Cluster, on: usize, slot: u16, owner: usize) {
 
 #[test]
 fn loops_are_caught_disagreement_outvoted_and_refreshes_rate_limited() {
-    for server in servers_under_test() {
-        let cluster = Cluster::start(&server, 3, 0).expect("cluster");
+    each_server(|server| {
+        let cluster = Cluster::start(server, 3, 0).expect("cluster");
         let rt = runtime();
         let client = cluster.client(&rt, |b| {
             b.max_attempts(6).poll_interval(Duration::from_secs(3600))
@@ -122,5 +122,5 @@ fn loops_are_caught_disagreement_outvoted_and_refreshes_rate_limited() {
             "{server}: {stats:?}"
         );
         assert_eq!(stats.refreshes_debounced, 19, "{server}: {stats:?}");
-    }
+    });
 }

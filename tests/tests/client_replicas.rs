@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use zaris_client::ReadFrom;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::servers_under_test;
+use zaris_tests::each_server;
 use zaris_tests::{builder, runtime};
 
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -59,9 +59,9 @@ fn gets(cluster: &Cluster) -> (u64, u64) {
 
 #[test]
 fn replicas_serve_reads_and_follow_churn() {
-    for server in servers_under_test() {
-        replica_reads(&server);
-    }
+    each_server(|server| {
+        replica_reads(server);
+    });
 }
 
 fn replica_reads(server: &str) {

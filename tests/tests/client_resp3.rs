@@ -7,13 +7,13 @@
 use zaris_client::{Protocol, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 #[test]
 fn resp3_replies_come_typed_and_routing_rides_out_churn() {
-    for server in servers_under_test() {
-        resp3(&server);
-    }
+    each_server(|server| {
+        resp3(server);
+    });
 }
 
 fn data(s: &str) -> Value {

@@ -12,16 +12,16 @@ use std::time::Duration;
 use zaris_client::ScanOptions;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test};
+use zaris_tests::{each_server, runtime};
 
 const KEYS: usize = 6000;
 const COUNT: u32 = 10;
 
 #[test]
 fn a_scan_returns_every_key_through_migrations_a_failover_and_a_kill() {
-    for server in servers_under_test() {
-        scan_under_churn(&server);
-    }
+    each_server(|server| {
+        scan_under_churn(server);
+    });
 }
 
 fn scan_under_churn(server: &str) {

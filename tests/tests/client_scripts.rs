@@ -10,7 +10,7 @@ use std::time::Duration;
 use zaris_client::{Script, Value};
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
-use zaris_tests::{runtime, servers_under_test, Frame};
+use zaris_tests::{each_server, runtime, Frame};
 
 const ADD: &str = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
 
@@ -23,9 +23,9 @@ fn text(frame: Frame) -> String {
 
 #[test]
 fn scripts_survive_flushes_failovers_migrations_and_kills() {
-    for server in servers_under_test() {
-        scripts(&server);
-    }
+    each_server(|server| {
+        scripts(server);
+    });
 }
 
 fn scripts(server: &str) {

@@ -10,7 +10,7 @@ use zaris_client::Error;
 use zaris_tests::cluster::Cluster;
 use zaris_tests::tls::{Pki, ServerCert};
 use zaris_tests::{builder, runtime};
-use zaris_tests::{servers_under_test, Transport};
+use zaris_tests::{each_server, Transport};
 
 const ATTEMPT: Duration = Duration::from_secs(2);
 
@@ -49,10 +49,10 @@ fn tls_detail(error: &Error) -> (&str, &str) {
 fn mutual_tls_and_every_handshake_failure() {
     let pki = Pki::generate().expect("certificates");
     let rt = runtime();
-    for server in servers_under_test() {
+    each_server(|server| {
         // A good TLS cluster: works with the CA, fails with another one or
         // with the public roots `rediss://` uses by default.
-        let cluster = Cluster::start_on(&server, 1, 0, Transport::tls(&pki)).expect("cluster");
+        let cluster = Cluster::start_on(server, 1, 0, Transport::tls(&pki)).expect("cluster");
         let addr = cluster.addr(0);
         let good = pki.client_config("ca.pem", false).unwrap();
         let client = rt
@@ -95,7 +95,7 @@ fn mutual_tls_and_every_handshake_failure() {
         assert!(tried[0].1.contains("use rediss://"), "{server}: {plain}");
 
         // TLS to a plain-text port.
-        let plain_cluster = Cluster::start(&server, 1, 0).expect("cluster");
+        let plain_cluster = Cluster::start(server, 1, 0).expect("cluster");
         let to_plain = connect_error(&rt, &plain_cluster.addr(0), Some(good.clone()));
         let (node, detail) = tls_detail(&to_plain);
         assert_eq!(node, plain_cluster.addr(0));
@@ -108,7 +108,7 @@ fn mutual_tls_and_every_handshake_failure() {
             cert: ServerCert::Expired,
             mutual: false,
         };
-        let expired_cluster = Cluster::start_on(&server, 1, 0, expired).expect("cluster");
+        let expired_cluster = Cluster::start_on(server, 1, 0, expired).expect("cluster");
         let error = connect_error(&rt, &expired_cluster.addr(0), Some(good.clone()));
         assert!(
             tls_detail(&error).1.contains("certificate expired"),
@@ -119,7 +119,7 @@ fn mutual_tls_and_every_handshake_failure() {
         // master is dialed where an expired certificate waits. A command,
         // a transaction and a WATCH for that master's keys meet the same
         // rule: a TLS error naming it, at once, never retried.
-        let two = Cluster::start_on(&server, 2, 0, Transport::tls(&pki)).expect("cluster");
+        let two = Cluster::start_on(server, 2, 0, Transport::tls(&pki)).expect("cluster");
         let seed = format!("localhost:{}", two.addr(0).rsplit_once(':').unwrap().1);
         let (kept, to) = (seed.clone(), expired_cluster.addr(0));
         let client = rt
@@ -175,7 +175,7 @@ fn mutual_tls_and_every_handshake_failure() {
             cert: ServerCert::Valid,
             mutual: true,
         };
-        let mutual_cluster = Cluster::start_on(&server, 1, 0, mutual).expect("cluster");
+        let mutual_cluster = Cluster::start_on(server, 1, 0, mutual).expect("cluster");
         let seed = format!("rediss://{}", mutual_cluster.addr(0));
         let with_cert = rt
             .block_on(
@@ -198,5 +198,5 @@ fn mutual_tls_and_every_handshake_failure() {
             detail.to_lowercase().contains("certificate"),
             "{server}: {detail}"
         );
-    }
+    });
 }

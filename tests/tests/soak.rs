@@ -4,21 +4,21 @@
 
 use std::time::Duration;
 
-use zaris_tests::servers_under_test;
+use zaris_tests::each_server;
 use zaris_tests::soak::{run, Config, Schedule};
 
 const SEED: u64 = 2026;
 
 #[test]
 fn a_minute_of_churn_loses_nothing_acknowledged() {
-    for server in servers_under_test() {
+    each_server(|server| {
         let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("soak")
-            .join(&server);
+            .join(server);
         let report = run(&Config {
             seconds: 60,
             seed: SEED,
-            server: server.clone(),
+            server: server.to_owned(),
             out: out.clone(),
             script: Vec::new(),
         })
@@ -53,7 +53,7 @@ fn a_minute_of_churn_loses_nothing_acknowledged() {
             serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
                 .unwrap();
         assert_eq!(json["seed"], SEED, "{server}");
-    }
+    });
 }
 
 #[test]
