@@ -1,6 +1,5 @@
 //! The dashboard's SVG charts, drawn with plotters.
 
-use std::fmt::Write;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -11,6 +10,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::bars::{speedup, BAR_GROUP, BAR_PEERS, ROUTE_OVERHEAD_NS, SPEEDUP_BARS};
 use crate::keys::{KeyKind, LENGTHS};
+use crate::svg::{
+    color, compact, legend, legend_height, log_range, plot_err, px, svg, Area, Key, FONT, LABEL_PX,
+};
 use crate::tiers::{LONG_FROM, LONG_SPEEDUP, TAGGED_EXTRA_NS};
 use crate::trend::{trend, Line, Run};
 use crate::Record;
@@ -46,80 +48,6 @@ pub const TREND_IDS: [&str; 6] = [
 ];
 
 const SIZE: (u32, u32) = (760, 440);
-
-/// The charts' font family.
-pub const FONT: &str = "sans-serif";
-
-/// The lines' colours, in series order.
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(0x1f, 0x5f, 0xbf),
-    RGBColor(0xd6, 0x5a, 0x1f),
-    RGBColor(0x2a, 0x9d, 0x4a),
-    RGBColor(0x8e, 0x44, 0xad),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0xc0, 0x39, 0x2b),
-];
-
-/// The colour of the `i`th series.
-#[must_use]
-pub fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-/// Each colour the charts draw with and the one it becomes in dark mode:
-/// the page's colour scheme reaches an SVG shown as an `<img>` too, so
-/// every chart carries its own dark style (see [`themed`]).
-const DARK: [(&str, &str); 10] = [
-    ("#FFFFFF", "#161B22"),
-    ("#000000", "#E6EDF3"),
-    ("#1F5FBF", "#6EA8FE"),
-    ("#D65A1F", "#F0883E"),
-    ("#2A9D4A", "#56D364"),
-    ("#8E44AD", "#D2A8FF"),
-    ("#7F7F7F", "#9DA7B3"),
-    ("#C0392B", "#FF7B72"),
-    ("#0000FF", "#6EA8FE"),
-    ("#FF0000", "#FF7B72"),
-];
-
-/// `svg` (as plotters writes it) with the class `chart` on its root and a
-/// style that recolours it when the reader prefers dark.
-#[must_use]
-pub fn themed(svg: &str) -> String {
-    let Some(rest) = svg.strip_prefix("<svg ") else {
-        return svg.to_owned();
-    };
-    let Some(open_end) = rest.find('>') else {
-        return svg.to_owned();
-    };
-    let mut style = String::from("<style>@media (prefers-color-scheme: dark) {");
-    for (light, dark) in DARK {
-        let _ = write!(
-            style,
-            " .chart [fill=\"{light}\"] {{ fill: {dark} }} .chart [stroke=\"{light}\"] {{ stroke: {dark} }}"
-        );
-    }
-    style.push_str(" }</style>");
-    format!(
-        "<svg class=\"chart\" {}>\n{style}{}",
-        &rest[..open_end],
-        &rest[open_end + 1..]
-    )
-}
-
-/// The size to ask plotters for so that text shows `shown` pixels tall
-/// (its SVG backend writes sizes divided by 1.24).
-#[must_use]
-pub fn px(shown: f64) -> f64 {
-    shown * 1.24
-}
-
-/// About how wide `text` is at `shown` pixels in a sans-serif face (a
-/// little wide, so that what is laid out with it does not collide).
-#[must_use]
-pub fn text_width(text: &str, shown: f64) -> f64 {
-    text.chars().count() as f64 * shown * 0.62
-}
 
 /// A chart file written by [`render_all`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,24 +126,6 @@ pub fn render_all(history: &[Record], out: &Path) -> Result<Vec<Chart>> {
     Ok(charts)
 }
 
-/// A drawing area on an SVG page.
-pub type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-/// Draws into a themed SVG string of `size`.
-///
-/// # Errors
-/// What `draw` returns.
-pub fn svg(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Result<()>) -> Result<String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        draw(&root)?;
-        root.present().map_err(plot_err)?;
-    }
-    Ok(themed(&out))
-}
-
 /// A chart on an SVG page with coordinates `X` by `Y`.
 type Chart2d<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
 
@@ -233,98 +143,6 @@ fn frame<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
         .y_label_area_size(70)
         .build_cartesian_2d(x, y)
         .map_err(plot_err)
-}
-
-/// A log range that holds every value with some room, never empty.
-#[must_use]
-pub fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if lo > hi {
-        return 1.0..10.0;
-    }
-    lo / 1.5..hi * 1.5
-}
-
-/// A plotters error as ours.
-pub fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow!("drawing failed: {e}")
-}
-
-/// The labels' size on the charts, in pixels as shown.
-pub const LABEL_PX: f64 = 13.0;
-
-/// One entry of a legend: a line sample in `color` (dashed for a bar to
-/// meet) and its name.
-pub struct Key {
-    /// What the line is.
-    pub name: String,
-    /// Its colour.
-    pub color: RGBColor,
-    /// Drawn dashed (a bar to meet) rather than solid.
-    pub dashed: bool,
-}
-
-/// Where each legend entry goes in rows `width` wide from `left`:
-/// `(x, row)` per key.
-fn legend_layout(keys: &[Key], left: i32, width: i32) -> Vec<(i32, usize)> {
-    let (mut x, mut row) = (left, 0);
-    keys.iter()
-        .map(|key| {
-            let w = 30 + text_width(&key.name, LABEL_PX).ceil() as i32 + 22;
-            if x > left && x + w > left + width {
-                (x, row) = (left, row + 1);
-            }
-            let at = (x, row);
-            x += w;
-            at
-        })
-        .collect()
-}
-
-/// How tall the legend of `keys` is in `width` pixels.
-#[must_use]
-pub fn legend_height(keys: &[Key], width: i32) -> u32 {
-    let rows = legend_layout(keys, 0, width)
-        .last()
-        .map_or(1, |&(_, row)| row + 1);
-    8 + 20 * rows as u32
-}
-
-/// The legend, under a chart rather than over its points: rows of line
-/// samples and names, left-aligned at `left`.
-///
-/// # Errors
-/// Plotting failed.
-pub fn legend(area: &Area<'_>, keys: &[Key], left: i32) -> Result<()> {
-    let width = area.dim_in_pixel().0 as i32 - left - 16;
-    for (key, (x, row)) in keys.iter().zip(legend_layout(keys, left, width)) {
-        let y = 10 + 20 * row as i32;
-        let style = key.color.stroke_width(3);
-        if key.dashed {
-            for dash in [0, 9, 18] {
-                area.draw(&PathElement::new(
-                    vec![(x + dash, y), (x + dash + 5, y)],
-                    style,
-                ))
-                .map_err(plot_err)?;
-            }
-        } else {
-            area.draw(&PathElement::new(vec![(x, y), (x + 22, y)], style))
-                .map_err(plot_err)?;
-        }
-        area.draw(&Text::new(
-            key.name.clone(),
-            (x + 30, y),
-            (FONT, px(LABEL_PX))
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Center)),
-        ))
-        .map_err(plot_err)?;
-    }
-    Ok(())
 }
 
 fn slot_chart(record: &Record, kind: KeyKind, title: &str) -> Result<String> {
@@ -466,7 +284,7 @@ fn by_length_chart(
             .label_style((FONT, px(LABEL_PX)))
             .axis_desc_style((FONT, px(LABEL_PX)))
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{}{y_unit}", crate::trend::compact(*y)))
+            .y_label_formatter(&|y| format!("{}{y_unit}", compact(*y)))
             .draw()
             .map_err(plot_err)?;
         for (_, points, color) in series {
@@ -551,7 +369,7 @@ fn route_chart(record: &Record, title: &str) -> Result<String> {
             .axis_desc_style((FONT, px(LABEL_PX)))
             .x_labels(values.len())
             .x_label_formatter(&|_| String::new())
-            .y_label_formatter(&|y| crate::trend::compact(*y))
+            .y_label_formatter(&|y| compact(*y))
             .draw()
             .map_err(plot_err)?;
         // Each name under its bar, on two lines where it has a `/` (the
@@ -781,12 +599,5 @@ mod tests {
             render_all(&[], dir.path()).unwrap_err().to_string(),
             "no recorded run to chart"
         );
-    }
-
-    #[test]
-    fn log_ranges_hold_every_value() {
-        let r = log_range([2.0, 300.0, f64::NAN, 0.0].into_iter());
-        assert!(r.start < 2.0 && r.end > 300.0);
-        assert_eq!(log_range(std::iter::empty()), 1.0..10.0);
     }
 }

@@ -13,7 +13,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::page::{escape, start};
+use crate::page::start;
+use crate::svg::{escape, inline};
 use crate::trend::{self, Line, Panel, Run, RUNS_SHOWN};
 
 /// The clients, in chart order: Zaris, Zaris through redis-rs's API
@@ -646,16 +647,6 @@ fn pause_section(html: &mut String, runs: &[ClientRun]) {
         );
     }
     html.push_str("</tbody></table>\n");
-}
-
-/// A chart's SVG ready to sit inline in the page: an image with a name.
-#[must_use]
-pub fn inline(svg: &str, label: &str) -> String {
-    svg.replacen(
-        "<svg ",
-        &format!("<svg role=\"img\" aria-label=\"{}\" ", escape(label)),
-        1,
-    )
 }
 
 #[cfg(test)]

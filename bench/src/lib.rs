@@ -22,6 +22,7 @@ pub mod interleave;
 pub mod keys;
 pub mod page;
 pub mod reliability;
+pub mod svg;
 pub mod tiers;
 pub mod trend;
 

@@ -7,25 +7,9 @@ use std::fmt::Write;
 use crate::bars::{self, Bar};
 use crate::charts::{Chart, ROUTE_IMPLS, SLOT_IMPLS};
 use crate::keys::{KeyKind, LENGTHS};
+use crate::svg::{escape, inline};
 use crate::tiers;
 use crate::Record;
-
-/// Escapes text for HTML element content and attribute values.
-#[must_use]
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn ns(v: Option<f64>) -> String {
     match v {
@@ -52,7 +36,7 @@ pub fn render(history: &[Record], charts: &[Chart]) -> String {
                 let _ = writeln!(
                     html,
                     "<figure tabindex=\"0\">{}<figcaption>{}; hover a run for its commit, date and values</figcaption></figure>",
-                    crate::clients::inline(svg, &chart.title),
+                    inline(svg, &chart.title),
                     escape(&chart.title)
                 );
             }

@@ -13,7 +13,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::page::{escape, start, Cell, Table};
+use crate::page::{start, Cell, Table};
+use crate::svg::escape;
 
 /// A number at `path` in `report`, formatted, or "–".
 fn number(report: &Value, path: &[&str], decimals: usize) -> String {

@@ -16,8 +16,9 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::charts::{
-    color, legend, legend_height, log_range, plot_err, px, svg, text_width, Area, Key, FONT,
+use crate::svg::{
+    color, compact, escape, legend, legend_height, log_range, plot_err, px, svg, text_width, Area,
+    Key, FONT,
 };
 
 /// How many of the latest runs a chart over runs shows.
@@ -226,19 +227,10 @@ fn draw_panel<Y: Ranged<ValueType = f64> + ValueFormatter<f64>>(
             ))
             .map_err(plot_err)?;
         }
-        let mut tip = format!(
-            "{} · {}",
-            crate::page::escape(run.commit),
-            crate::page::escape(run.date)
-        );
+        let mut tip = format!("{} · {}", escape(run.commit), escape(run.date));
         for line in lines {
             if let Some(Some(v)) = line.values.get(from + i) {
-                let _ = write!(
-                    tip,
-                    "\n{}: {}",
-                    crate::page::escape(&line.name),
-                    compact(*v)
-                );
+                let _ = write!(tip, "\n{}: {}", escape(&line.name), compact(*v));
             }
         }
         let _ = write!(
@@ -277,31 +269,6 @@ fn with_hover(svg: String, hover: &str) -> String {
         ),
         None => svg,
     }
-}
-
-/// A value as an axis or a tooltip shows it: 3 significant digits, `k` and
-/// `M` for thousands and millions.
-#[must_use]
-pub fn compact(v: f64) -> String {
-    let (v, unit) = match v.abs() {
-        a if a >= 1e6 => (v / 1e6, "M"),
-        a if a >= 1e4 => (v / 1e3, "k"),
-        _ => (v, ""),
-    };
-    let digits = match v.abs() {
-        a if a >= 100.0 || a == 0.0 => 0,
-        a if a >= 10.0 => 1,
-        a if a >= 1.0 => 2,
-        a if a >= 0.1 => 3,
-        _ => 4,
-    };
-    let text = format!("{v:.digits$}");
-    let text = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    };
-    format!("{text}{unit}")
 }
 
 #[cfg(test)]

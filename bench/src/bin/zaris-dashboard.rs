@@ -255,7 +255,7 @@ fn render_reliability(paths: &Paths) -> Result<()> {
             .with_context(|| format!("reading {}", timeline.display()))?;
         fs::write(
             paths.dashboard.join("soak-timeline.svg"),
-            zaris_bench::charts::themed(&svg),
+            zaris_bench::svg::themed(&svg),
         )?;
         Some("soak-timeline.svg")
     } else {
