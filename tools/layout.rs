@@ -150,21 +150,15 @@ impl Layout {
         found
     }
 
-    /// The files `map` (a code map such as ARCHITECTURE.md) does not
-    /// name: each by its path under `src/` (`request/send.rs`), a
-    /// top-level file by its name alone (`pool.rs`), a folder's `mod.rs`
-    /// by the folder (`request/`).
-    pub fn unnamed_in(&self, map: &str) -> Vec<String> {
+    /// The files `section` (a crate's section of a code map, see
+    /// [`section`]) does not name: each by its whole path under `src/`
+    /// (`request/send.rs`; `retry.rs` alone does not name it), a folder's
+    /// `mod.rs` by the folder (`request/`).
+    pub fn unnamed_in(&self, section: &str) -> Vec<String> {
         self.files
             .keys()
             .map(|id| self.file_of(id))
-            .filter(|file| {
-                let named = match file.strip_suffix("/mod.rs") {
-                    Some(dir) => map.contains(&format!("{dir}/")),
-                    None => map.contains(file.as_str()),
-                };
-                !named
-            })
+            .filter(|file| !names_file(section, file))
             .collect()
     }
 
@@ -470,4 +464,44 @@ fn is_ident(b: u8) -> bool {
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The section of the code map `map` whose heading names the folder `dir`
+/// (`### \`core/\``), up to the next heading of its level or above.
+pub fn section<'a>(map: &'a str, dir: &str) -> Option<&'a str> {
+    let heading = format!("\n### `{dir}`");
+    let start = map.find(&heading)? + 1;
+    let rest = &map[start..];
+    let end = rest[1..]
+        .find("\n## ")
+        .into_iter()
+        .chain(rest[1..].find("\n### "))
+        .min()
+        .map_or(rest.len(), |at| at + 1);
+    Some(&rest[..end])
+}
+
+/// Whether `text` names `file` (a path under a crate's `src/`, or a
+/// folder's `mod.rs` by the folder, `request/`), as a whole path: not the
+/// tail of a longer one (`retry.rs` in `request/retry.rs`) nor a part of
+/// a longer name.
+pub fn names_file(text: &str, file: &str) -> bool {
+    let (path, folder) = match file.strip_suffix("/mod.rs") {
+        Some(dir) => (format!("{dir}/"), true),
+        None => (file.to_owned(), false),
+    };
+    let in_path = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/' | '.');
+    // The path ends here: a full stop ends a sentence, not a name.
+    let ends = |rest: &str| {
+        let mut chars = rest.chars();
+        match chars.next() {
+            None => true,
+            Some('.') => !chars.next().is_some_and(|c| c.is_ascii_alphanumeric()),
+            Some(c) => !in_path(c),
+        }
+    };
+    text.match_indices(path.as_str()).any(|(at, _)| {
+        let starts = text[..at].chars().next_back().is_none_or(|c| !in_path(c));
+        starts && (folder || ends(&text[at + path.len()..]))
+    })
 }

@@ -3,9 +3,9 @@
 // in and draws what comes back.
 import init, * as zaris from './pkg/zaris_wasm.js';
 import { encodeUtf8Into } from './utf8.js';
+import { $ } from './dom.js';
 import { colours, drawBand, drawDensity } from './slots.js';
 
-const $ = (id) => document.getElementById(id);
 const SAMPLE_KEYS = 10_000;
 /** Busiest node above this multiple of the mean share is flagged as skew. */
 const SKEW_RATIO = 1.25;

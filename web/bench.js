@@ -2,7 +2,8 @@
 // the Zaris batch call against npm's cluster-key-slot (what ioredis uses),
 // and where the time goes. Loaded on the first click, with its peer.
 
-const $ = (id) => document.getElementById(id);
+import { $ } from './dom.js';
+
 const textEncoder = new TextEncoder();
 const BENCH_KEYS = 100_000;
 const BENCH_RUNS = 5;

@@ -3,7 +3,7 @@
 // (player.js) and the seed replay (replay.js) share. A subclass gives
 // `duration()`, `seek(ms)`, `remember()` and `stops`, and may give
 // `speed()`.
-const $ = (id) => document.getElementById(id);
+import { $ } from './dom.js';
 
 export class Playback {
   /** `toggle`: the id of the play/pause button. */

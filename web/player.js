@@ -3,25 +3,18 @@
 // The core decides everything (every attempt, redirect, refresh and wait,
 // who owns each slot at each moment, the event's milestones); this file
 // only reads the fields, draws, and moves a cursor through time.
+import { $, svg, MARK_COLOURS } from './dom.js';
 import { drawBand } from './slots.js';
 import { Playback } from './playback.js';
-
-const SVG = 'http://www.w3.org/2000/svg';
 
 // Its styles come with it, not with the page's first download.
 document.head.append(Object.assign(document.createElement('link'), {
   rel: 'stylesheet', href: new URL('./player.css', import.meta.url).href,
 }));
-const $ = (id) => document.getElementById(id);
 
 /** The clients compared, Zaris first. */
 export const MODELS = ['zaris', 'deadline-only', 'attempts-only'];
 const MODEL_NAMES = { zaris: 'Zaris', 'deadline-only': 'deadline only', 'attempts-only': 'attempts only' };
-/** Each mark's colour, by the core's mark names. */
-export const MARK_COLOURS = {
-  served: '#2e8b57', moved: '#d9822b', ask: '#8e44ad', refused: '#b3261e',
-  loop: '#c2185b', refresh: '#0b63ce', wait: '#7f8c8d', failed: '#6b0f0b', tryagain: '#00838f',
-};
 /** What each mark means, for the legend. */
 const MARK_MEANINGS = {
   served: 'answered', moved: 'MOVED: the map was stale', ask: 'ASK: this key has moved already',
@@ -42,13 +35,6 @@ export const EVENT_DEFAULTS = {
   kill: { master: 2 }, failover: { master: 2 },
   migrate: { master: 0, to: 1, first: 0, last: 1023 }, bounce: { first: 7, to: 1 },
 };
-
-function svg(name, attrs, parent) {
-  const el = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-  parent?.appendChild(el);
-  return el;
-}
 
 const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
 

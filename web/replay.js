@@ -9,11 +9,9 @@
 // Why a trace file and not the simulator in wasm: the simulation runs the
 // real client, which needs tokio's network and rustls (neither builds for
 // wasm32-unknown-unknown), on turmoil, which needs threads.
-import { MARK_COLOURS } from './player.js';
+import { $, svg, MARK_COLOURS } from './dom.js';
 import { Playback } from './playback.js';
 
-const SVG = 'http://www.w3.org/2000/svg';
-const $ = (id) => document.getElementById(id);
 const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
 
 /** Replies that are answers, drawn faint; the rest are marks of their own. */
@@ -39,13 +37,6 @@ const NOTES = {
 /** Seeds of the simulation the page carries (web/traces/index.json says
  * which); others are written by `just replay SEED`. */
 const TRACES = new URL('./traces/', import.meta.url);
-
-function svg(name, attrs, parent) {
-  const el = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-  parent?.appendChild(el);
-  return el;
-}
 
 /** What a reply means for drawing: `null` for an ordinary answer. */
 function markOf({ cmd, arg, reply }) {

@@ -4,20 +4,14 @@
 // land; and the density of many keys over the same slots. Plain SVG, no
 // library: what to draw comes from the core (the map's nodes as JSON).
 
-const SVG = 'http://www.w3.org/2000/svg';
+import { svg as el } from './dom.js';
+
 export const SLOTS = 16384;
 /** Masters' colours, in map order (readable on light and dark). */
 export const PALETTE = ['#0b63ce', '#2e8b57', '#d9822b', '#8e44ad', '#c2185b', '#00838f', '#6d4c41', '#607d8b'];
 /** The band's width in its own units, set per drawing to the container's
  * pixels, so its text keeps its size from a phone to a wide screen. */
 let WIDTH = 1000;
-
-function el(name, attrs = {}, parent = null) {
-  const node = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  parent?.appendChild(node);
-  return node;
-}
 
 const x = (slot) => (slot / SLOTS) * WIDTH;
 

@@ -34,7 +34,7 @@ pub struct Setup {
 
 impl Setup {
     /// The campaign's run of `seed`: a minute of the soak's workload, each
-    /// task paced at 150 ms.
+    /// task paced at 350 ms.
     #[must_use]
     pub fn campaign(seed: u64) -> Self {
         Self {

@@ -29,8 +29,8 @@ const GZIP_BUDGET = 60_800;
  * benchmark with its peer, and the churn player with its styles, load on
  * demand): `just web-build` prints it too. */
 const DOWNLOAD_BUDGET = 80 * 1024;
-const DOWNLOAD = ['web/pkg/zaris_wasm_bg.wasm', 'web/pkg/zaris_wasm.js', 'web/app.js', 'web/slots.js',
-  'web/utf8.js', 'web/style.css'];
+const DOWNLOAD = ['web/pkg/zaris_wasm_bg.wasm', 'web/pkg/zaris_wasm.js', 'web/app.js', 'web/dom.js',
+  'web/slots.js', 'web/utf8.js', 'web/style.css'];
 
 const units = utf16Units;
 

@@ -1,11 +1,18 @@
 //! The repository's shape, checked: the invariants ARCHITECTURE.md states
 //! (crates depend downward, placement lives in the core alone, `unsafe`
-//! stays where it is allowed, the core is `no_std` without `alloc`), and
-//! that the guide names every check here, so it cannot drift from them.
+//! stays where it is allowed, the core is `no_std` without `alloc`, the
+//! code map names every file in its crate's section), and that the guide
+//! names every check here, so it cannot drift from them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// The code map's sections and what names a file (the crates' module
+/// graphs there are the core's and the client's layout tests' alone).
+#[allow(dead_code)]
+#[path = "../../tools/layout.rs"]
+mod layout;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -209,6 +216,43 @@ fn the_core_is_no_std_without_alloc() {
 }
 
 #[test]
+fn the_code_map_names_every_file_in_its_section() {
+    let map = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut unnamed = Vec::new();
+    for (dir, src, extensions) in [
+        ("sim/", "sim/src", &["rs"][..]),
+        ("tests/", "tests/src", &["rs"]),
+        ("cli/", "cli/src", &["rs"]),
+        ("bench/", "bench/src", &["rs"]),
+        ("wasm/", "wasm/src", &["rs"]),
+        ("ffi/", "ffi/src", &["rs"]),
+        ("python/", "python/src", &["rs"]),
+        ("baremetal/", "baremetal/src", &["rs"]),
+        ("web/", "web", &["js", "css", "html"]),
+    ] {
+        let Some(section) = layout::section(&map, dir) else {
+            unnamed.push(format!("no section headed `{dir}`"));
+            continue;
+        };
+        let src = root().join(src);
+        for file in files(&src, extensions) {
+            let file = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if !layout::names_file(section, &file) {
+                unnamed.push(format!("{dir}: {file}"));
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "ARCHITECTURE.md's code map does not name these in their crate's section: {unnamed:#?}"
+    );
+}
+
+#[test]
 fn the_architecture_guide_names_every_check() {
     let guide = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     let guide = guide.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -218,7 +262,7 @@ fn the_architecture_guide_names_every_check() {
         .skip(1)
         .filter_map(|rest| rest.split('(').next())
         .collect();
-    assert_eq!(tests.len(), 5, "{tests:?}");
+    assert_eq!(tests.len(), 6, "{tests:?}");
     for test in tests
         .iter()
         .filter(|t| **t != "the_architecture_guide_names_every_check")
@@ -230,7 +274,7 @@ fn the_architecture_guide_names_every_check() {
     }
     // And every check the guide names exists.
     let marks = guide.split("(checked: ").skip(1).collect::<Vec<_>>();
-    assert_eq!(marks.len(), 5, "the guide marks each invariant it checks");
+    assert_eq!(marks.len(), 6, "the guide marks each invariant it checks");
     for named in marks {
         let named = named.split(')').next().unwrap();
         for name in named.split('`').skip(1).step_by(2) {
