@@ -1,7 +1,7 @@
 //! The client and its typed calls. Each call is routed by its key to the
 //! owner in the current snapshot and run under the retry driver
 //! (`request.rs`) on the shared state (`inner.rs`); any other command goes
-//! through [`Client::cmd`] (`command.rs`).
+//! through [`Client::cmd`] (`command/`).
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! What every clone of a client shares: the settings, the map, the nodes,
 //! the refresh gate, the counters. The calls on it live with what they do
-//! (`request/` runs requests, `refresh.rs` keeps the map, `command.rs`
+//! (`request/` runs requests, `refresh.rs` keeps the map, `command/`
 //! plans commands); this file holds the state and the one rule every write
 //! shares, the durable `WAIT` after it.
 

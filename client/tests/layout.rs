@@ -26,6 +26,8 @@ const BELOW_THE_STATE: &[&str] = &[
     "conn/driver",
     "conn/error",
     "conn/shared",
+    "conn/slot",
+    "conn/watch",
     "config",
     "error",
     "failure",
@@ -48,6 +50,11 @@ const BELOW_THE_STATE: &[&str] = &[
 /// show (a file that fills in another's type, called from there).
 const SPREAD: &[(&str, &[&str], &str)] = &[
     (
+        "Shared",
+        &["conn/watch"],
+        "a connection's side of a pause (ticks, checks, holds) apart from its queue and replies",
+    ),
+    (
         "Builder",
         &["client"],
         "Builder::connect makes a Client: config.rs is below the state and cannot name it",
@@ -68,7 +75,8 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
     (
         "Inner",
         &[
-            "command",
+            "command/plan",
+            "command/run",
             "lease",
             "refresh",
             "request/retry",
@@ -174,4 +182,32 @@ fn the_code_map_names_every_file() {
         unnamed.is_empty(),
         "ARCHITECTURE.md does not name client/src/{unnamed:?}"
     );
+}
+
+/// The most lines a file's product code may take (its unit tests, last in
+/// the file, not counted): past it, a file holds more than one job.
+const MOST_LINES: usize = 700;
+
+#[test]
+fn no_file_is_over_the_most_lines() {
+    fn walk(dir: &Path, out: &mut Vec<(String, usize)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let product = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+                out.push((path.display().to_string(), product.lines().count()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let over: Vec<_> = files.iter().filter(|(_, n)| *n > MOST_LINES).collect();
+    assert!(files.len() > 30, "{files:?}");
+    assert!(over.is_empty(), "over {MOST_LINES} product lines: {over:?}");
 }

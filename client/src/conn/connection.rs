@@ -14,7 +14,8 @@ use zaris_core::WriteConn;
 
 use super::driver::{drive, drive_stream};
 use super::error::ConnError;
-use super::shared::{Reading, Shared, Slot, SlotKind, Watch, FAR};
+use super::shared::{Reading, Shared};
+use super::slot::{Slot, SlotKind, Watch, FAR};
 use crate::codec::{Frames, Limits};
 
 /// A live connection, closed when the last handle and the task's last
@@ -152,7 +153,7 @@ impl Connection {
 struct Waiting<'a> {
     shared: &'a Shared,
     me: u64,
-    reply: oneshot::Receiver<super::shared::Reply>,
+    reply: oneshot::Receiver<super::slot::Reply>,
     /// Answered, or not a write: nothing to note.
     answered: bool,
 }

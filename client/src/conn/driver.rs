@@ -15,7 +15,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::error::ConnError;
-use super::shared::{Shared, Slot, SlotKind, FAR, READ_CHUNK};
+use super::shared::{Shared, READ_CHUNK};
+use super::slot::{Slot, SlotKind, FAR};
 use zaris_core::{at_attempt_time_out, AtTimeOut, Liveness, ALIVE_CHECK_TIMEOUT, STALL_TICK};
 
 /// A write is cut at this size; what is left goes in the next.

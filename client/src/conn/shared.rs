@@ -20,106 +20,21 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use futures_util::task::AtomicWaker;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
-use zaris_core::{
-    Liveness, Progress, WriteConn, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY, STALL_TICK,
-};
+use zaris_core::{Progress, WriteConn, STALL_TICK};
 
 use super::error::ConnError;
+use super::slot::{PushSink, Reply, Slot, SlotKind, Watch};
 use crate::codec::{take_frames, Frame, Frames, Limits};
 
 /// The reader asks the socket for up to this much at a time.
 pub(super) const READ_CHUNK: usize = 64 * 1024;
-
-/// A deadline past any time-out a caller sets (`Duration::MAX` included).
-pub(crate) const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
-
-pub(super) type Reply = Result<Frames, ConnError>;
-
-/// Where a connection's pushes go (the client cache's invalidations),
-/// and word of its end: set on connections that track keys for it.
-pub(crate) trait PushSink: Send + Sync {
-    /// A RESP3 push arrived on a connection to `addr`, between replies.
-    fn pushed(&self, addr: &str, push: &[Frame]);
-    /// A connection to `addr` that tracked keys ended.
-    fn closed(&self, addr: &str);
-}
-
-/// A reply slot, in send order.
-pub(super) struct Slot {
-    /// Its number on the connection: a caller reading for itself knows
-    /// its own reply by it.
-    pub(super) id: u64,
-    pub(super) replies: usize,
-    /// Where the replies go; `None` once the caller was told it timed out.
-    pub(super) done: Option<oneshot::Sender<Reply>>,
-    pub(super) deadline: Instant,
-    /// Its place among the node's requests in flight, held until its
-    /// replies come or the connection ends, whether or not its caller
-    /// still waits: a reply owed is a request the node still holds.
-    pub(super) _room: Option<OwnedSemaphorePermit>,
-    /// What its time-out and a held connection do to it.
-    pub(super) kind: SlotKind,
-}
-
-/// What a request is to a connection that its node holds
-/// (`zaris_core::hold`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SlotKind {
-    /// Timed out at its deadline, whatever the node says; never moved.
-    Plain,
-    /// Reads only: harmless to send again. On a held connection it is
-    /// handed back to be sent on another ([`ConnError::Moved`]); its time-out
-    /// stands.
-    Read,
-    /// A write (or a batch holding one). At its time-out its node is asked
-    /// whether it is alive, unless it said so lately; one that answers
-    /// holds it and will apply it, so it waits on, to `last` (its
-    /// request's deadline), and past that its caller hears
-    /// [`ConnError::Held`]. Not sent yet on a held connection, a write to
-    /// one slot not placed yet may be handed back ([`ConnError::Moved`])
-    /// to go where `zaris_core::write_lane` says.
-    Write { last: Instant, to: WriteTo },
-    /// A read handed back to be sent elsewhere: its reply here, when it
-    /// comes, goes to no one, unsaid.
-    Moved,
-}
-
-/// The slots a write goes to, as a held connection sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WriteTo {
-    /// Several slots, or none known (a batch, a transaction): it stays on
-    /// the connection it is sent on.
-    Several,
-    /// One slot, not placed yet: on a held connection, it may leave.
-    Slot(u16),
-    /// One slot, sent where `zaris_core::write_lane` placed it: it stays.
-    Placed(u16),
-}
-
-impl WriteTo {
-    /// Its one slot, if it has one.
-    pub(crate) fn slot(self) -> Option<u16> {
-        match self {
-            WriteTo::Several => None,
-            WriteTo::Slot(slot) | WriteTo::Placed(slot) => Some(slot),
-        }
-    }
-}
-
-impl Slot {
-    /// Whether a caller still waits for it.
-    pub(super) fn waited(&self) -> bool {
-        self.done.as_ref().is_some_and(|done| !done.is_closed())
-    }
-}
 
 /// What callers and the task share, under [`Shared::state`].
 #[derive(Default)]
@@ -193,30 +108,6 @@ pub(super) struct Shared {
     /// Which of its node's write connections it is (`None`: one of a
     /// caller's own, a transaction's).
     pub(super) place: OnceLock<WriteConn>,
-}
-
-/// Asks a node, on a connection other than the stalled one, whether it is
-/// alive, and hears when that connection is free again.
-pub(crate) trait Watch: Send + Sync {
-    /// Whether the node answered within `zaris_core::ALIVE_CHECK_TIMEOUT`.
-    fn ask(self: Arc<Self>) -> Pin<Box<dyn Future<Output = bool> + Send + 'static>>;
-    /// The node holds the connection `place` (it did not a moment ago),
-    /// which owes replies to writes to `given_up` (`None`: several slots,
-    /// or unknown) whose callers gave up. Called under the connection's
-    /// lock.
-    fn held(&self, place: Option<WriteConn>, given_up: &[Option<u16>]);
-    /// The caller of a write to `slot` that `place`, a held connection,
-    /// still owes a reply gave up on it: no later write to its slot may
-    /// overtake it. Called under the connection's lock.
-    fn gave_up(&self, place: Option<WriteConn>, slot: Option<u16>);
-    /// Whether a write to `to`, not sent yet, stays on `place`, a held
-    /// connection, or leaves for the connection `zaris_core::write_lane`
-    /// picks. Called under the connection's lock.
-    fn write_stays(&self, place: Option<WriteConn>, to: WriteTo) -> bool;
-    /// The connection it held answered again.
-    fn freed(&self);
-    /// A check ended without the node holding this connection.
-    fn unneeded(&self);
 }
 
 impl Shared {
@@ -418,199 +309,6 @@ impl Shared {
             .is_ready()
         {
             self.wake();
-        }
-    }
-}
-
-impl Shared {
-    /// At the watcher's tick (`now`, owing replies): whether the
-    /// connection is stalled and its node should be asked now whether it
-    /// is alive (not while a check is under way, and at most every
-    /// `ALIVE_CHECK_EVERY`). Notes where it stands for the next tick.
-    pub(super) fn tick(&self, state: &mut State, now: Instant) -> bool {
-        // Only a request that a hold changes (a read to move, a write to
-        // wait on) is watched: a blocking command is meant to wait.
-        let Some(front) = state.slots.front().filter(|f| f.kind != SlotKind::Plain) else {
-            state.stall = None;
-            return false;
-        };
-        let progress = Progress {
-            front: front.id,
-            bytes_read: self.bytes_read.load(Ordering::Relaxed),
-        };
-        let stalled = zaris_core::stalled(state.stall, progress);
-        state.stall = Some(progress);
-        stalled && self.may_check(state, now)
-    }
-
-    /// Whether its node may be asked now whether it is alive: it is
-    /// watched, no check is under way, and none began within
-    /// `ALIVE_CHECK_EVERY` (then one is, from now).
-    pub(super) fn may_check(&self, state: &mut State, now: Instant) -> bool {
-        if state.checking || self.watch.get().is_none() {
-            return false;
-        }
-        if state
-            .checked_at
-            .is_some_and(|at| now.saturating_duration_since(at) < ALIVE_CHECK_EVERY)
-        {
-            return false;
-        }
-        state.checking = true;
-        state.checked_at = Some(now);
-        true
-    }
-
-    /// What the node said lately, at `now`.
-    pub(super) fn liveness(state: &State, now: Instant) -> Liveness {
-        let lately = |at: Instant| now.saturating_duration_since(at) < ALIVE_ANSWER_FRESH;
-        match state.alive_until {
-            Some(until) if until > now => Liveness::Answered,
-            _ if state.silent && !state.checking && state.checked_at.is_some_and(lately) => {
-                Liveness::Silent
-            }
-            _ => Liveness::Unknown,
-        }
-    }
-
-    /// Asks the node whether it is alive (on another connection, through
-    /// the watch), and acts on the answer: a node that answers while this
-    /// connection is still stalled holds it; its reads are handed back to
-    /// be sent elsewhere, and new reads go elsewhere until it answers.
-    pub(super) fn check(self: &Arc<Self>) {
-        let Some(watch) = self.watch.get() else {
-            return;
-        };
-        let asked = watch.clone().ask();
-        let shared = self.clone();
-        tokio::spawn(async move {
-            let alive = asked.await;
-            let stalled = {
-                let mut state = shared.lock();
-                state.checking = false;
-                state.silent = !alive;
-                state.alive_until = alive.then(|| Instant::now() + ALIVE_ANSWER_FRESH);
-                // Still stalled where the tick saw it: nothing read since.
-                let now = state.slots.front().map(|front| Progress {
-                    front: front.id,
-                    bytes_read: shared.bytes_read.load(Ordering::Relaxed),
-                });
-                // A write whose time-out waits for this answer is decided
-                // now: the task's timer fires at once.
-                state.armed = Some(Instant::now());
-                state.rearm = true;
-                alive && now.is_some() && now == state.stall
-            };
-            shared.wake();
-            if stalled {
-                shared.hold();
-                return;
-            }
-            if !alive {
-                tracing::debug!(
-                    addr = shared.addr,
-                    "a stalled connection's node did not answer"
-                );
-            }
-            if let Some(watch) = shared.watch.get() {
-                watch.unneeded();
-            }
-        });
-    }
-
-    /// Whether a request of `kind`, not sent yet, leaves this connection
-    /// while its node holds it: a read does; a write does when
-    /// `zaris_core::write_lane` places it elsewhere.
-    fn leaves(&self, kind: SlotKind) -> bool {
-        match kind {
-            SlotKind::Read => true,
-            SlotKind::Write { mut to, .. } => {
-                if crate::seam::planted(crate::seam::Plant::WritesStayHeld) {
-                    to = to.slot().map_or(WriteTo::Several, WriteTo::Placed);
-                }
-                let place = self.place.get().copied();
-                self.watch
-                    .get()
-                    .is_some_and(|watch| !watch.write_stays(place, to))
-            }
-            _ => false,
-        }
-    }
-
-    /// Its node holds it: reads go elsewhere from now, and those waiting
-    /// here are handed back to be sent there.
-    fn hold(&self) {
-        let (first, moved) = {
-            let mut state = self.lock();
-            // Set under the lock: a read submitted after it finds it.
-            let first = !self.held.swap(true, Ordering::Relaxed);
-            // The writes it owes that their callers gave up on are noted
-            // before a write submitted next can be placed: none overtakes
-            // one to its slot. (A write still waited for has no order to
-            // keep with a later one: they are concurrent.)
-            if let (true, Some(watch)) = (first, self.watch.get()) {
-                let given_up: Vec<Option<u16>> = state
-                    .slots
-                    .iter()
-                    .filter(|slot| !slot.waited())
-                    .filter_map(|slot| match slot.kind {
-                        SlotKind::Write { to, .. } => Some(to.slot()),
-                        _ => None,
-                    })
-                    .collect();
-                watch.held(self.place.get().copied(), &given_up);
-            }
-            let mut moved = Vec::new();
-            for slot in &mut state.slots {
-                if slot.kind == SlotKind::Read && slot.waited() {
-                    slot.kind = SlotKind::Moved;
-                    moved.extend(slot.done.take());
-                }
-            }
-            (first, moved)
-        };
-        if first {
-            tracing::info!(
-                addr = self.addr,
-                reads = moved.len(),
-                "a node holds a request (paused?): reads go on another connection"
-            );
-        }
-        for done in moved {
-            let _ = done.send(Err(ConnError::Moved));
-        }
-    }
-
-    /// The caller of `slot`, a write still owed a reply, gave up on it
-    /// (under the lock): on a held connection, its slot is noted.
-    pub(super) fn gave_up(&self, slot: &Slot) {
-        let (SlotKind::Write { to, .. }, Some(watch)) = (slot.kind, self.watch.get()) else {
-            return;
-        };
-        if self.held.load(Ordering::Relaxed) {
-            watch.gave_up(self.place.get().copied(), to.slot());
-        }
-    }
-
-    /// The caller waiting for slot `id` stopped waiting before its reply
-    /// (a dropped future), its receiver closed first: a write its held
-    /// connection still owes is noted ([`Self::gave_up`]). Under the lock,
-    /// so that [`Self::hold`] either sees the receiver closed or comes
-    /// first and is seen here.
-    pub(super) fn stopped_waiting(&self, id: u64) {
-        let state = self.lock();
-        if let Some(slot) = state.slots.iter().find(|slot| slot.id == id) {
-            self.gave_up(slot);
-        }
-    }
-
-    /// A reply came on a held connection: it is free again.
-    fn freed(&self) {
-        if self.held.swap(false, Ordering::Relaxed) {
-            tracing::info!(addr = self.addr, "a held connection answers again");
-            if let Some(watch) = self.watch.get() {
-                watch.freed();
-            }
         }
     }
 }

@@ -1,0 +1,197 @@
+//! A command's requests sent together, each node's share in one write,
+//! through the client cache where it can answer them.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use zaris_core::{Cacheable, CommandInfo};
+
+use super::join;
+use super::plan::{Cached, Part};
+use crate::cache::Cache;
+use crate::codec::{room_for, write_command, Frame};
+use crate::inner::Inner;
+use crate::reply::take_frame;
+use crate::route::{Noting, Packed, Route};
+use crate::value::from_frame;
+use crate::{Error, Value};
+
+impl Inner {
+    /// Runs `parts` together (each node's share in one write) and returns
+    /// each part's answer, in order.
+    pub(crate) async fn run_parts(self: &Arc<Self>, parts: &[Part]) -> Vec<Result<Value, Error>> {
+        if let Some(cache) = &self.cache {
+            if parts.iter().any(|p| p.cached.is_some()) {
+                return self.run_parts_cached(parts, cache).await;
+            }
+        }
+        let requests: Vec<(Route, Packed)> = parts
+            .iter()
+            .map(|p| (p.route.clone(), p.packed.clone()))
+            .collect();
+        let mut answers: Vec<Option<Result<Value, Error>>> = parts.iter().map(|_| None).collect();
+        self.execute_all(&requests[..], |i, replies| {
+            answers[i] = Some(replies.and_then(|r| self.answer(parts[i].write, r)));
+        })
+        .await;
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| unreachable!("every request ends with a result")))
+            .collect()
+    }
+
+    /// [`Inner::run_parts`] through the client cache: the parts it can
+    /// answer are answered, the others sent together; what they answer is
+    /// stored, tied to the node that answered (not after an `ASKING`).
+    async fn run_parts_cached(
+        self: &Arc<Self>,
+        parts: &[Part],
+        cache: &Arc<Cache>,
+    ) -> Vec<Result<Value, Error>> {
+        let mut answers: Vec<Option<Result<Value, Error>>> = parts.iter().map(|_| None).collect();
+        let mut misses = Vec::new();
+        {
+            let snapshot = self.snapshot.load();
+            for (i, part) in parts.iter().enumerate() {
+                let hit = match (&part.cached, &part.route) {
+                    (Some(cached), Route::Slot(slot)) => snapshot
+                        .owner_of_slot(*slot)
+                        .ok()
+                        .filter(|owner| !owner.held())
+                        .and_then(|owner| {
+                            lookup(cache, cached, &part.packed.bytes, *slot, &owner.addr)
+                        }),
+                    _ => None,
+                };
+                match hit {
+                    Some(value) => answers[i] = Some(Ok(value)),
+                    None => misses.push(i),
+                }
+            }
+        }
+        if misses.is_empty() {
+            return answers.into_iter().flatten().collect();
+        }
+        let ticket = cache.ticket();
+        let sent_at = cache.now();
+        let requests: Vec<(Route, Packed)> = misses
+            .iter()
+            .map(|&i| (parts[i].route.clone(), parts[i].packed.clone()))
+            .collect();
+        let noting = Noting::new(&requests[..]);
+        let mut replies: Vec<Option<Frame>> = vec![None; misses.len()];
+        self.execute_all(&noting, |j, result| {
+            let i = misses[j];
+            if let (Ok(frames), Some(_)) = (&result, &parts[i].cached) {
+                replies[j] = frames.first().cloned();
+            }
+            answers[i] = Some(result.and_then(|r| self.answer(parts[i].write, r)));
+        })
+        .await;
+        for (j, reply) in replies.into_iter().enumerate() {
+            let i = misses[j];
+            let (Some(reply), Some(cached), Route::Slot(slot)) =
+                (reply, &parts[i].cached, &parts[i].route)
+            else {
+                continue;
+            };
+            let Some((node, false)) = noting.by(j) else {
+                continue;
+            };
+            // An answer, not a redirect or a refusal: its node served the
+            // slot when it read it.
+            cache.proven(*slot, &node.addr, sent_at);
+            match (cached, reply) {
+                (Cached::One { key, .. }, reply) => {
+                    cache.store(
+                        key,
+                        parts[i].packed.bytes.clone(),
+                        *slot,
+                        &node.addr,
+                        ticket,
+                        &reply,
+                    );
+                }
+                (Cached::EachKey(keys), Frame::Array(values)) if values.len() == keys.len() => {
+                    for (key, value) in keys.iter().zip(&values) {
+                        cache.store(key, mget_of(key), *slot, &node.addr, ticket, value);
+                    }
+                }
+                _ => {}
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| unreachable!("every request ends with a result")))
+            .collect()
+    }
+
+    /// A request's replies as its answer (for a write with durable writes,
+    /// the `WAIT` must count enough replicas).
+    pub(crate) fn answer(&self, write: bool, replies: &mut [Frame]) -> Result<Value, Error> {
+        if write {
+            self.check_durable(replies)?;
+        }
+        Ok(replies
+            .first_mut()
+            .map_or(Value::Nil, |first| from_frame(take_frame(first))))
+    }
+
+    pub(crate) async fn cmd(self: &Arc<Self>, args: &[&[u8]]) -> Result<Value, Error> {
+        let planned = self.planned(args)?;
+        let answers = self.run_parts(&planned.parts).await;
+        join(&planned.join, answers)
+    }
+
+    /// `args` on every master of the map, each node's answer by address.
+    pub(super) async fn each_master(
+        self: &Arc<Self>,
+        args: &[&[u8]],
+        info: CommandInfo,
+    ) -> Vec<(String, Result<Value, Error>)> {
+        let parts = self.master_parts(args, info);
+        let answers = self.run_parts(&parts).await;
+        parts
+            .iter()
+            .zip(answers)
+            .map(|(part, answer)| {
+                let addr = match &part.route {
+                    Route::Node(node) => node.addr.to_string(),
+                    Route::Slot(slot) => self
+                        .snapshot
+                        .load()
+                        .owner_of_slot(*slot)
+                        .map_or_else(|_| String::new(), |n| n.addr.to_string()),
+                };
+                (addr, answer)
+            })
+            .collect()
+    }
+}
+
+/// `MGET key`, encoded: the command one key of an `MGET` is stored under.
+fn mget_of(key: &[u8]) -> Bytes {
+    let args: [&[u8]; 2] = [b"MGET", key];
+    let mut bytes = room_for(&args);
+    write_command(&mut bytes, &args);
+    bytes.freeze()
+}
+
+/// The cache's answer to a part, if it has one: a read of one key, or
+/// every key of an `MGET` part.
+fn lookup(cache: &Cache, cached: &Cached, command: &[u8], slot: u16, owner: &str) -> Option<Value> {
+    match cached {
+        Cached::One { key, rule } => cache
+            .lookup(key, command, slot, owner, *rule)
+            .map(from_frame),
+        Cached::EachKey(keys) => keys
+            .iter()
+            .map(|key| {
+                cache
+                    .lookup(key, &mget_of(key), slot, owner, Cacheable::Value)
+                    .map(from_frame)
+            })
+            .collect::<Option<Vec<Value>>>()
+            .map(Value::Array),
+    }
+}
