@@ -70,8 +70,8 @@ pub use cluster_nodes::{
     SlotEntry,
 };
 pub use command::{
-    command_has_keys, command_info, command_keys, command_route, command_target, CommandError,
-    CommandInfo, CommandKeys, Fanout, Reply, Target,
+    command_has_keys, command_info, command_keys, command_names, command_route, command_target,
+    CommandError, CommandInfo, CommandKeys, Fanout, Reply, Target,
 };
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};

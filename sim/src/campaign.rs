@@ -11,30 +11,31 @@ use std::time::Instant;
 
 use zaris_tests::soak::EventKind;
 
+use crate::effect::Effect;
 use crate::run::{run, Outcome, Setup};
 
 /// The effect that shows an event of `kind` did what it is for: a
 /// partition that never held a connection, a kill that never led to a
 /// failover, proves nothing.
 #[must_use]
-pub fn proof_of(kind: EventKind) -> &'static str {
+pub fn proof_of(kind: EventKind) -> Effect {
     match kind {
-        EventKind::ManualFailover => "manual failovers",
-        EventKind::ForcedTakeover => "forced takeovers",
-        EventKind::MigrateRange => "keys migrated",
-        EventKind::BackAndForth => "atomic slot hand-overs",
-        EventKind::ScaleOutAndIn => "masters added",
-        EventKind::KillMaster | EventKind::FreezeLong => "automatic failovers",
-        EventKind::KillReplica => "writes a dead replica missed",
-        EventKind::FreezeShort => "connections held by a freeze",
-        EventKind::Latency => "replies delayed by latency",
-        EventKind::DropConnections => "connections dropped",
-        EventKind::Partition => "connections held by a partition",
-        EventKind::CutOneWay => "replies held by a one-way cut",
-        EventKind::Trickle => "bytes trickled",
-        EventKind::NodesReplaced => "nodes joined at a new address",
-        EventKind::WritePause | EventKind::WritePauseLong => "writes held by a pause",
-        EventKind::AtomicMigration => "atomic slot migrations",
+        EventKind::ManualFailover => Effect::ManualFailovers,
+        EventKind::ForcedTakeover => Effect::ForcedTakeovers,
+        EventKind::MigrateRange => Effect::KeysMigrated,
+        EventKind::BackAndForth => Effect::AtomicSlotHandOvers,
+        EventKind::ScaleOutAndIn => Effect::MastersAdded,
+        EventKind::KillMaster | EventKind::FreezeLong => Effect::AutomaticFailovers,
+        EventKind::KillReplica => Effect::WritesADeadReplicaMissed,
+        EventKind::FreezeShort => Effect::ConnectionsHeldByAFreeze,
+        EventKind::Latency => Effect::RepliesDelayedByLatency,
+        EventKind::DropConnections => Effect::ConnectionsDropped,
+        EventKind::Partition => Effect::ConnectionsHeldByAPartition,
+        EventKind::CutOneWay => Effect::RepliesHeldByAOneWayCut,
+        EventKind::Trickle => Effect::BytesTrickled,
+        EventKind::NodesReplaced => Effect::NodesJoinedAtANewAddress,
+        EventKind::WritePause | EventKind::WritePauseLong => Effect::WritesHeldByAPause,
+        EventKind::AtomicMigration => Effect::AtomicSlotMigrations,
     }
 }
 
@@ -146,7 +147,7 @@ impl Report {
         self.simulated_seconds = self.simulated_us as f64 / 1e6;
         for (kind, effects) in &seed.took {
             *self.events_drawn.entry(*kind).or_default() += 1;
-            if effects.get(proof_of(*kind)).is_some_and(|&n| n > 0) {
+            if effects.get(proof_of(*kind).name()).is_some_and(|&n| n > 0) {
                 *self.events_by_kind.entry(*kind).or_default() += 1;
             }
             let mine = self.effects_by_kind.entry(*kind).or_default();

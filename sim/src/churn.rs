@@ -10,6 +10,7 @@ use std::time::Duration;
 use zaris_tests::proxy::Faults;
 use zaris_tests::soak::{Churn, EventKind};
 
+use crate::effect::Effect;
 use crate::model::{now, Life, Shared};
 
 /// How long any convergence may take before the step gives up.
@@ -95,7 +96,7 @@ impl Churn for SimCluster {
         let mut m = self.model.borrow_mut();
         m.promote(replica, master, true);
         m.learn(master);
-        m.count("manual failovers", 1);
+        m.count(Effect::ManualFailovers, 1);
         Ok(())
     }
 
@@ -105,7 +106,7 @@ impl Churn for SimCluster {
         self.note("takeover", replica, "forced takeover");
         let mut m = self.model.borrow_mut();
         m.promote(replica, master, false);
-        m.count("forced takeovers", 1);
+        m.count(Effect::ForcedTakeovers, 1);
         Ok(())
     }
 
@@ -121,7 +122,7 @@ impl Churn for SimCluster {
         let mut m = self.model.borrow_mut();
         m.nodes[i].life = Life::Dead;
         let cut = m.cut_connections(i);
-        m.count("connections cut by a kill", cut);
+        m.count(Effect::ConnectionsCutByAKill, cut);
     }
 
     async fn freeze(&mut self, i: usize) -> io::Result<()> {
@@ -168,7 +169,7 @@ impl Churn for SimCluster {
         // whole: it has heard from every master.
         let mut m = self.model.borrow_mut();
         let i = m.join_spare(None)?;
-        m.count("masters added", 1);
+        m.count(Effect::MastersAdded, 1);
         m.trace.note(now(), "join", i, "a new master, no slots");
         Ok(i)
     }
@@ -194,7 +195,7 @@ impl Churn for SimCluster {
                 let deaf = others[m.below(others.len() as u64) as usize];
                 let ms = 1_000 + m.below(14_001);
                 m.nodes[i].deaf_to = Some((deaf, now() + Duration::from_millis(ms)));
-                m.count("new nodes deaf to a master for a while", 1);
+                m.count(Effect::NewNodesDeafToAMaster, 1);
                 m.trace.note(
                     now(),
                     "bus-blocked",
@@ -208,7 +209,7 @@ impl Churn for SimCluster {
             m.learn(i);
             m.full_sync(i, master);
             m.poke(i);
-            m.count("nodes joined at a new address", 1);
+            m.count(Effect::NodesJoinedAtANewAddress, 1);
             m.trace.note(
                 now(),
                 "join",
@@ -237,7 +238,7 @@ impl Churn for SimCluster {
         });
         m.nodes[i].life = Life::Off;
         let cut = m.cut_connections(i);
-        m.count("connections cut by a node forgotten", cut);
+        m.count(Effect::ConnectionsCutByANodeForgotten, cut);
         m.trace.note(now(), "forget", i, "forgotten and stopped");
         Ok(())
     }
@@ -267,7 +268,7 @@ impl Churn for SimCluster {
             m.wrote(to, None, vec![(key.clone(), Some(entry))]);
             m.nodes[from].data.remove(key);
             m.wrote(from, None, vec![(key.clone(), None)]);
-            m.count("keys migrated", 1);
+            m.count(Effect::KeysMigrated, 1);
         }
         Ok(())
     }
@@ -308,7 +309,9 @@ impl Churn for SimCluster {
         let from = self.owner_index(slot).await?;
         let keys = self.model.borrow().keys_in(from, slot, usize::MAX);
         self.migrate_keys(from, to, &keys).await?;
-        self.model.borrow_mut().count("atomic slot hand-overs", 1);
+        self.model
+            .borrow_mut()
+            .count(Effect::AtomicSlotHandOvers, 1);
         self.finish_migration(slot, to).await
     }
 
@@ -332,7 +335,7 @@ impl Churn for SimCluster {
         self.note("drop", i, "every client connection closed");
         let mut m = self.model.borrow_mut();
         let cut = m.cut_connections(i);
-        m.count("connections dropped", cut);
+        m.count(Effect::ConnectionsDropped, cut);
         Ok(())
     }
 
@@ -340,7 +343,7 @@ impl Churn for SimCluster {
         self.note("write-pause", i, &format!("{} ms", pause.as_millis()));
         let mut m = self.model.borrow_mut();
         m.nodes[i].paused = Some((now() + pause, None));
-        m.count("write pauses", 1);
+        m.count(Effect::WritePauses, 1);
         Ok(())
     }
 
@@ -370,7 +373,7 @@ impl Churn for SimCluster {
             let mut m = self.model.borrow_mut();
             m.nodes[from].paused = None;
             m.poke(from);
-            m.count("atomic migrations given up", 1);
+            m.count(Effect::AtomicMigrationsGivenUp, 1);
             return Ok(false);
         }
         let keys = self.model.borrow().keys_in(from, slot, usize::MAX);
@@ -379,7 +382,7 @@ impl Churn for SimCluster {
         let mut m = self.model.borrow_mut();
         m.nodes[from].paused = None;
         m.poke(from);
-        m.count("atomic slot migrations", 1);
+        m.count(Effect::AtomicSlotMigrations, 1);
         Ok(true)
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use zaris_client::sim_scripts::{INCR_ONCE, SET_IF_VERSION};
 use zaris_core::slot_for_key;
 
+use crate::effect::Effect;
 use crate::model::{now, Data, Entry, Life, Model, Write, SLOTS};
 use crate::resp::Reply;
 
@@ -71,7 +72,7 @@ fn keys_of(name: &str, args: &[Vec<u8>]) -> Option<(Vec<Vec<u8>>, bool)> {
     Some(match name {
         "GET" | "STRLEN" | "TTL" | "PTTL" | "TYPE" | "HGET" | "HMGET" | "HGETALL" | "LRANGE"
         | "LLEN" => (first(), false),
-        "EXISTS" | "MGET" | "WATCH" | "SSUBSCRIBE" => (rest(), false),
+        "EXISTS" | "MGET" | "WATCH" | "SSUBSCRIBE" | "SUNSUBSCRIBE" => (rest(), false),
         "SET" | "INCR" | "INCRBY" | "DECR" | "DECRBY" | "RPUSH" | "LPUSH" | "LPOP" | "RPOP"
         | "HSET" | "EXPIRE" | "PEXPIRE" | "SPUBLISH" => (first(), true),
         "DEL" => (rest(), true),
@@ -685,7 +686,7 @@ impl Model {
         } else {
             let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
             if !self.nodes[me].scripts.contains(&sha) {
-                self.count("NOSCRIPT answered", 1);
+                self.count(Effect::NoscriptAnswered, 1);
                 return (
                     Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
                     Vec::new(),
@@ -1229,5 +1230,87 @@ fn script_error(e: &Reply) -> Reply {
     match e {
         Reply::Error(text) => Reply::Error(format!("{text} script: model")),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zaris_core::{command_has_keys, command_names, command_target, Target};
+
+    use super::*;
+
+    /// A command line for `name` that the core's tables accept, its keys
+    /// (if any) all tagged `tag`: the shortest of a few fillers (keys
+    /// throughout; or a count first or second, for `numkeys`).
+    fn line(name: &str, tag: &str) -> Option<Vec<Vec<u8>>> {
+        let key = |i: usize| format!("{tag}{i}").into_bytes();
+        (1..=6).find_map(|n| {
+            let fillers: [Vec<Vec<u8>>; 3] = [
+                (0..n).map(key).collect(),
+                std::iter::once(b"1".to_vec())
+                    .chain((1..n).map(key))
+                    .collect(),
+                (0..n)
+                    .map(|i| if i == 1 { b"1".to_vec() } else { key(i) })
+                    .collect(),
+            ];
+            fillers.into_iter().find_map(|rest| {
+                let args: Vec<Vec<u8>> = std::iter::once(name.to_ascii_uppercase().into_bytes())
+                    .chain(rest)
+                    .collect();
+                let view: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                command_target(&view).is_ok().then_some(args)
+            })
+        })
+    }
+
+    /// Every command with keys (or shard channels) that the model serves is
+    /// routed by them, to
+    /// the slot the core routes it to: node 0 does not own the tag's slot,
+    /// so a routed command is answered `MOVED` to that slot and runs
+    /// nowhere, and one the model runs without routing (missing from
+    /// `keys_of`) answers anything else.
+    #[test]
+    fn a_keyed_command_the_model_serves_is_routed_by_its_keys() {
+        let mut model = Model::new(3, false, 0, 1);
+        let conn = model.open(0);
+        let tag = (0..)
+            .map(|i| format!("{{t{i}}}"))
+            .find(|t| model.truth.owner[usize::from(slot_for_key(t.as_bytes()))] != Some(0))
+            .expect("a tag of another node");
+        let slot = slot_for_key(tag.as_bytes());
+        let (mut routed, mut unserved, mut wrong) = (Vec::new(), 0, Vec::new());
+        for name in command_names() {
+            let Some(args) = line(name, &tag) else {
+                continue;
+            };
+            let view: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            // Keys, or shard channels, which route as keys do.
+            let core = command_target(&view);
+            if !command_has_keys(&view) && core != Ok(Target::Slot(slot)) {
+                continue;
+            }
+            match model.execute(conn, &args) {
+                Step::Reply(Reply::Error(e)) if e.starts_with("ERR unknown command") => {
+                    unserved += 1;
+                }
+                Step::Reply(Reply::Error(e))
+                    if e.starts_with(&format!("MOVED {slot} "))
+                        && core == Ok(Target::Slot(slot)) =>
+                {
+                    routed.push(name);
+                }
+                other => wrong.push(format!("{name}: {other:?} (the core: {core:?})")),
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "served without routing by the keys the servers give: {wrong:#?}"
+        );
+        eprintln!(
+            "{} routed: {routed:?}; {unserved} keyed commands the model does not serve",
+            routed.len()
+        );
+        assert!(routed.len() >= 25 && unserved > 100);
     }
 }

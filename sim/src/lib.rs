@@ -13,6 +13,7 @@
 pub mod campaign;
 pub mod churn;
 pub mod commands;
+pub mod effect;
 pub mod model;
 pub mod resp;
 pub mod run;

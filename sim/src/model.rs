@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use zaris_tests::proxy::{Faults, Flow};
 use zaris_tests::soak::EventKind;
 
+use crate::effect::Effect;
 use crate::resp::Reply;
 use crate::trace::Trace;
 
@@ -379,7 +380,8 @@ impl Model {
     }
 
     /// Counts one effect of `what`.
-    pub fn count(&mut self, what: &'static str, n: u64) {
+    pub fn count(&mut self, effect: Effect, n: u64) {
+        let what = effect.name();
         if n > 0 {
             *self.counts.entry(what).or_default() += n;
             if let (Some(_), Some((_, effects))) = (self.current, self.took.last_mut()) {
@@ -556,7 +558,7 @@ impl Model {
             for id in subs {
                 let told = self.unsubscribe(id, &channel);
                 self.send(id, &told);
-                self.count("sunsubscribed", 1);
+                self.count(Effect::Sunsubscribed, 1);
             }
         }
         if was_master && !new.is_master(i) {
@@ -651,8 +653,8 @@ impl Model {
                 &Reply::Push(vec![Reply::text("invalidate"), Reply::NilArray]),
             );
         }
-        self.count("full syncs", 1);
-        self.count("keys dropped by a full sync", lost as u64);
+        self.count(Effect::FullSyncs, 1);
+        self.count(Effect::KeysDroppedByFullSync, lost as u64);
     }
 
     /// After a write on master `m` by `conn`: replicated (each replica gets
@@ -680,7 +682,7 @@ impl Model {
                     .inbox
                     .push_back((at + lag, offset, effects.clone()));
             } else {
-                self.count("writes a dead replica missed", 1);
+                self.count(Effect::WritesADeadReplicaMissed, 1);
             }
         }
         let node = &mut self.nodes[m];
@@ -809,7 +811,7 @@ impl Model {
                 .find(|&r| self.nodes[r].reachable() && self.nodes[r].syncing_until.is_none());
             if let Some(r) = candidate {
                 self.promote(r, m, false);
-                self.count("automatic failovers", 1);
+                self.count(Effect::AutomaticFailovers, 1);
             }
         }
     }
@@ -825,7 +827,7 @@ impl Model {
         }
         let lost = self.nodes[r].inbox.len() as u64;
         self.nodes[r].inbox.clear();
-        self.count("writes lost in a takeover", lost);
+        self.count(Effect::WritesLostInATakeover, lost);
         self.current_epoch += 1;
         let epoch = self.current_epoch;
         self.reconfigure(|l| {

@@ -19,6 +19,7 @@ use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use zaris_tests::proxy::Flow;
 
 use crate::commands::Step;
+use crate::effect::Effect;
 use crate::model::{now, Life, Shared};
 use crate::resp::{take_command, Reply};
 
@@ -114,9 +115,9 @@ async fn read(model: Shared, id: u64, mut reader: OwnedReadHalf) {
             if !held {
                 held = true;
                 let why = if model.borrow().nodes[node].frozen {
-                    "connections held by a freeze"
+                    Effect::ConnectionsHeldByAFreeze
                 } else {
-                    "connections held by a partition"
+                    Effect::ConnectionsHeldByAPartition
                 };
                 model.borrow_mut().count(why, 1);
             }
@@ -135,7 +136,7 @@ async fn read(model: Shared, id: u64, mut reader: OwnedReadHalf) {
                     let Some(left) = left else { break };
                     if !counted {
                         counted = true;
-                        model.borrow_mut().count("writes held by a pause", 1);
+                        model.borrow_mut().count(Effect::WritesHeldByAPause, 1);
                     }
                     // Redis still reads a held client's socket: one that
                     // closes is freed, and its held command never runs (a
@@ -232,9 +233,7 @@ async fn run(model: &Shared, id: u64, node: usize, changed: &Rc<Notify>, args: &
                          changed (master -> replica?)"
                             .into(),
                     );
-                    model
-                        .borrow_mut()
-                        .count("blocked commands let go by a demotion", 1);
+                    model.borrow_mut().count(Effect::BlockedLetGoByADemotion, 1);
                     finish(model, id, node, args, &reply);
                     return true;
                 }
@@ -252,16 +251,16 @@ fn finish(model: &Shared, id: u64, node: usize, args: &[Vec<u8>], reply: &Reply)
     let map = |a: &[u8]| a.eq_ignore_ascii_case(b"SHARDS") || a.eq_ignore_ascii_case(b"SLOTS");
     let partial = m.nodes[node].heard.is_some() && args.get(1).is_some_and(|a| map(a));
     let brief = if partial {
-        m.count("maps given from a partial view", 1);
+        m.count(Effect::MapsFromAPartialView, 1);
         "partial map".to_owned()
     } else {
         reply.brief()
     };
     m.trace.attempt(now(), node, id, args, &brief);
     match brief.as_str() {
-        "MOVED" => m.count("MOVED answered", 1),
-        "ASK" => m.count("ASK answered", 1),
-        "TRYAGAIN" => m.count("TRYAGAIN answered", 1),
+        "MOVED" => m.count(Effect::MovedAnswered, 1),
+        "ASK" => m.count(Effect::AskAnswered, 1),
+        "TRYAGAIN" => m.count(Effect::TryagainAnswered, 1),
         _ => {}
     }
     m.send(id, reply);
@@ -298,9 +297,9 @@ async fn write(model: Shared, id: u64, mut writer: OwnedWriteHalf) {
             if !held {
                 held = true;
                 let why = if faults.to_client == Flow::Stopped && reachable {
-                    "replies held by a one-way cut"
+                    Effect::RepliesHeldByAOneWayCut
                 } else {
-                    "replies held by a freeze or partition"
+                    Effect::RepliesHeldByAFreezeOrPartition
                 };
                 model.borrow_mut().count(why, 1);
             }
@@ -313,7 +312,7 @@ async fn write(model: Shared, id: u64, mut writer: OwnedWriteHalf) {
         held = false;
         let due = produced + faults.latency;
         if due > now() {
-            model.borrow_mut().count("replies delayed by latency", 1);
+            model.borrow_mut().count(Effect::RepliesDelayedByLatency, 1);
             tokio::select! {
                 () = tokio::time::sleep(due - now()) => {}
                 () = until(&changed, || closed(&model, id)) => {}
@@ -324,7 +323,7 @@ async fn write(model: Shared, id: u64, mut writer: OwnedWriteHalf) {
             Flow::Trickle { bytes_per_sec } => {
                 // A hundredth of a second's worth at a time.
                 let n = (bytes_per_sec as usize / 100).max(1).min(len);
-                model.borrow_mut().count("bytes trickled", n as u64);
+                model.borrow_mut().count(Effect::BytesTrickled, n as u64);
                 n
             }
             _ => len,

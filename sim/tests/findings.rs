@@ -3,6 +3,7 @@
 //! on the real servers (`tests/tests/client_blocked_failover.rs`); a
 //! finding in the model is kept here alone.
 
+use zaris_sim::effect::Effect;
 use zaris_sim::{run, Setup};
 
 /// A `BLPOP` blocked on a master that a manual failover turned replica:
@@ -15,7 +16,7 @@ use zaris_sim::{run, Setup};
 /// the schedule (eighteen kinds) seeds 91 and 152 do (a `BLPOP` let go).
 #[test]
 fn a_blocked_pop_let_go_by_a_demotion_blocks_again_on_the_new_master() {
-    stage_and_pass(&[91, 152], "blocked commands let go by a demotion");
+    stage_and_pass(&[91, 152], Effect::BlockedLetGoByADemotion);
 }
 
 /// The model's own bug, found by the long campaign (seeds 30880, 34168 and
@@ -30,7 +31,7 @@ fn a_blocked_pop_let_go_by_a_demotion_blocks_again_on_the_new_master() {
 /// 2, 4 and 10 since.
 #[test]
 fn a_node_keeps_its_port_open_through_a_change() {
-    stage_and_pass(&[2, 4, 10], "nodes joined at a new address");
+    stage_and_pass(&[2, 4, 10], Effect::NodesJoinedAtANewAddress);
 }
 
 /// The client's, found by the long campaign (seed 115150 of 200,000): a
@@ -46,16 +47,20 @@ fn a_node_keeps_its_port_open_through_a_change() {
 /// place of 6 since writes took lanes beside a paused connection).
 #[test]
 fn a_retry_after_a_demotion_waits_for_a_new_map() {
-    stage_and_pass(&[3, 8, 17], "blocked commands let go by a demotion");
+    stage_and_pass(&[3, 8, 17], Effect::BlockedLetGoByADemotion);
 }
 
 /// Runs each seed: it must still stage its finding (`staged`, one of the
 /// model's counts, above zero) and break no check.
-fn stage_and_pass(seeds: &[u64], staged: &str) {
+fn stage_and_pass(seeds: &[u64], staged: Effect) {
     for &seed in seeds {
         let outcome = run(&Setup::campaign(seed));
-        let n = outcome.counts.get(staged).copied().unwrap_or(0);
-        assert!(n > 0, "seed {seed} no longer stages it ({staged}: none)");
+        let n = outcome.counts.get(staged.name()).copied().unwrap_or(0);
+        assert!(
+            n > 0,
+            "seed {seed} no longer stages it ({}: none)",
+            staged.name()
+        );
         assert!(
             outcome.violations.is_empty(),
             "seed {seed}: {:#?}",

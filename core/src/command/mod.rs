@@ -174,6 +174,13 @@ pub fn command_info(args: &[&[u8]]) -> Option<CommandInfo> {
     lookup(args).ok().map(|spec| CommandInfo { spec })
 }
 
+/// The name of every command the tables know (lowercase, in byte order;
+/// subcommands are their command's): to list them, or to hold another
+/// list of commands to the tables.
+pub fn command_names() -> impl Iterator<Item = &'static str> {
+    table::TABLE.iter().map(|spec| spec.name)
+}
+
 /// Whether the command is one whose definition has keys (as the servers'
 /// `doesCommandHaveKeys`: key specs that are keys, or a fallback procedure).
 #[must_use]
@@ -188,6 +195,17 @@ mod tests {
     use super::spec::*;
     use super::table::TABLE;
     use super::*;
+
+    #[test]
+    fn every_command_is_named_once_in_order() {
+        assert!(command_names().count() > 200);
+        let mut names = command_names().zip(command_names().skip(1));
+        assert!(names.all(|(a, b)| a < b), "sorted, each once");
+        assert!(command_names().any(|n| n == "get") && command_names().any(|n| n == "cluster"));
+        assert!(
+            command_names().all(|n| command_info(&[n.as_bytes()]).is_some_and(|i| i.name() == n))
+        );
+    }
     use proptest::strategy::Strategy;
 
     fn keys(args: &[&[u8]]) -> Result<heapless::Vec<usize, 16>, CommandError> {

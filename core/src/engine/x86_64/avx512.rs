@@ -31,23 +31,11 @@ impl Avx512 {
     pub(crate) const unsafe fn new_unchecked() -> Self {
         Self(())
     }
-
-    fn narrow(self) -> pclmul::Pclmul {
-        // SAFETY: this tier's features include the 128-bit tier's.
-        unsafe { pclmul::Pclmul::new_unchecked() }
-    }
 }
 
-impl Engine for Avx512 {
-    const SHORT_KEY: usize = pclmul::Pclmul::SHORT_KEY;
-
+impl pclmul::Wide for Avx512 {
     #[inline(always)]
-    fn crc_of_block(self, block: u128, wide: bool) -> u16 {
-        self.narrow().crc_of_block(block, wide)
-    }
-
-    #[inline(always)]
-    fn update_blocks(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+    fn update_wide(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
         // SAFETY: an `Avx512` exists only where its features were detected,
         // and they include the 256-bit tier's (AVX-512 F implies AVX2).
         unsafe {
@@ -57,25 +45,6 @@ impl Engine for Avx512 {
                 fold::update_blocks::<__m512i>(crc, bytes, stop)
             }
         }
-    }
-
-    #[inline(always)]
-    fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
-        if bytes.len() <= Self::SHORT_KEY {
-            self.narrow().crc_of_bytes(bytes)
-        } else {
-            generic::update_with(self, 0, bytes)
-        }
-    }
-
-    #[inline(always)]
-    fn short_key_crc(self, key: &[u8]) -> u16 {
-        self.narrow().short_key_crc(key)
-    }
-
-    #[inline(always)]
-    fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
-        self.narrow().find_byte(hay, needle)
     }
 }
 

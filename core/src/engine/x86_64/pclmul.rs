@@ -71,6 +71,56 @@ impl Engine for Pclmul {
     }
 }
 
+/// A tier wider than [`Pclmul`], whose features include its own: a
+/// block, a short key and a byte search are [`Pclmul`]'s work, and only
+/// the runs of whole blocks ([`Wide::update_wide`]) are the tier's own.
+/// Every wide tier is an [`Engine`] through this, forwarding once.
+pub(crate) trait Wide: Copy {
+    /// [`Engine::update_blocks`] on the tier's wide registers.
+    fn update_wide(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize);
+
+    /// The 128-bit tier, which this one's features include.
+    #[inline(always)]
+    fn narrow(self) -> Pclmul {
+        // SAFETY: a wide tier exists only where the 128-bit tier's
+        // features were detected with its own.
+        unsafe { Pclmul::new_unchecked() }
+    }
+}
+
+impl<W: Wide> Engine for W {
+    const SHORT_KEY: usize = Pclmul::SHORT_KEY;
+
+    #[inline(always)]
+    fn crc_of_block(self, block: u128, wide: bool) -> u16 {
+        self.narrow().crc_of_block(block, wide)
+    }
+
+    #[inline(always)]
+    fn update_blocks(self, crc: u16, bytes: &[u8], stop: Option<u8>) -> (u16, usize) {
+        self.update_wide(crc, bytes, stop)
+    }
+
+    #[inline(always)]
+    fn crc_of_bytes(self, bytes: &[u8]) -> u16 {
+        if bytes.len() <= Self::SHORT_KEY {
+            self.narrow().crc_of_bytes(bytes)
+        } else {
+            generic::update_with(self, 0, bytes)
+        }
+    }
+
+    #[inline(always)]
+    fn short_key_crc(self, key: &[u8]) -> u16 {
+        self.narrow().short_key_crc(key)
+    }
+
+    #[inline(always)]
+    fn find_byte(self, hay: &[u8], needle: u8) -> Option<usize> {
+        self.narrow().find_byte(hay, needle)
+    }
+}
+
 /// The CRC of the hashed part of a longer key.
 #[target_feature(enable = "pclmulqdq,ssse3,sse2")]
 #[inline(never)]
