@@ -112,7 +112,8 @@ impl Model {
         }
         (
             Reply::Error(
-                "ERR the model cluster does not run this script (sim/src/commands/scripts.rs)".into(),
+                "ERR the model cluster does not run this script (sim/src/commands/scripts.rs)"
+                    .into(),
             ),
             Vec::new(),
         )
