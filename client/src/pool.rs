@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore};
 
-use zaris_core::{opens_after, probe_due, recently_failed, reconnect_delay};
+use zaris_core::{opens_after, probe_due, probe_interval, recently_failed, reconnect_delay};
 
 use crate::conn::{connect, ConnError, ConnOptions, Connection};
 use crate::seam;
@@ -37,15 +37,22 @@ pub(crate) struct Node {
     /// listens there (a killed process), so requests for its slots wait
     /// for the map to move instead of spending attempts on it.
     refused_at: AtomicU64,
-    /// When it last answered that the cluster is down (`CLUSTERDOWN`,
-    /// `MASTERDOWN`, `LOADING`: the status `Unavailable`; ms +1; 0: it has
-    /// answered otherwise since): it cannot serve its slots now, so
-    /// requests for them wait instead of spending attempts, one going
-    /// ahead per [`zaris_core::OWNER_PROBE_INTERVAL`] to find out when it can.
-    down_at: AtomicU64,
-    /// When a waiting request last tried it while refused or down: at most
-    /// one try per [`zaris_core::OWNER_PROBE_INTERVAL`], however many wait.
-    probed_at: AtomicU64,
+    /// Its last answer said the cluster is down (`CLUSTERDOWN`,
+    /// `MASTERDOWN`, `LOADING`: the status `Unavailable`): it cannot serve
+    /// its slots now, so requests for them wait instead of spending
+    /// attempts, one going ahead per [`zaris_core::probe_interval`] to
+    /// find out when it can.
+    down: AtomicBool,
+    /// When the next probe of it is due while it is refused, down or open
+    /// (ms on the clock; 0: now): one try per [`zaris_core::probe_interval`],
+    /// however many wait.
+    probe_at: AtomicU64,
+    /// Probes claimed since it could last take requests: how far a down
+    /// node's probes have backed off.
+    probes: AtomicU32,
+    /// Told when a held node can take requests again (shared by the
+    /// registry's nodes): the requests waiting for an owner look again.
+    back: Arc<Notify>,
     /// Room for requests in flight on its shared connection
     /// (`Builder::max_in_flight_per_node`), and that limit.
     admission: Arc<Semaphore>,
@@ -88,7 +95,7 @@ fn now() -> Duration {
 const MAX_SPARES: usize = 8;
 
 impl Node {
-    pub(crate) fn new(addr: &str, max_in_flight: usize) -> Self {
+    pub(crate) fn new(addr: &str, max_in_flight: usize, back: Arc<Notify>) -> Self {
         Self {
             addr: addr.into(),
             conn: ArcSwapOption::empty(),
@@ -97,8 +104,10 @@ impl Node {
             failed_at: AtomicU64::new(0),
             unanswered: AtomicBool::new(false),
             refused_at: AtomicU64::new(0),
-            down_at: AtomicU64::new(0),
-            probed_at: AtomicU64::new(0),
+            down: AtomicBool::new(false),
+            probe_at: AtomicU64::new(0),
+            probes: AtomicU32::new(0),
+            back,
             admission: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
             timeouts: AtomicU32::new(0),
@@ -210,23 +219,32 @@ impl Node {
 
     /// Whether its last answer said the cluster is down.
     pub(crate) fn down(&self) -> bool {
-        self.down_at.load(Ordering::Relaxed) != 0
+        self.down.load(Ordering::Relaxed)
     }
 
-    /// Notes an answer from it: whether it said the cluster is down.
+    /// Notes an answer from it: whether it said the cluster is down. The
+    /// first other answer lets its waiting requests go.
     pub(crate) fn note_cluster_down(&self, down: bool) {
         if down {
-            self.down_at.store(clock_ms(), Ordering::Relaxed);
-        } else if self.down() {
-            self.down_at.store(0, Ordering::Relaxed);
+            self.down.store(true, Ordering::Relaxed);
+        } else if self.down.swap(false, Ordering::Relaxed) {
+            self.is_back();
         }
+    }
+
+    /// It can take requests again: the requests waiting for an owner look
+    /// again at once, and its next hold is probed from the start.
+    fn is_back(&self) {
+        self.probe_at.store(0, Ordering::Relaxed);
+        self.probes.store(0, Ordering::Relaxed);
+        self.back.notify_waiters();
     }
 
     /// Whether a request may be sent to it now: never while it refuses
     /// connections (a waiting request probes it by connecting instead);
-    /// while it says the cluster is down, one request per
-    /// [`zaris_core::OWNER_PROBE_INTERVAL`], the one that claims the probe; otherwise
-    /// always.
+    /// while it says the cluster is down or is open, one request per
+    /// [`zaris_core::probe_interval`], the one that claims the probe;
+    /// otherwise always.
     pub(crate) fn may_send(&self) -> bool {
         if self.refusing() {
             return false;
@@ -236,19 +254,50 @@ impl Node {
 
     /// Whether a probe of it is due (unclaimed).
     pub(crate) fn probe_due(&self) -> bool {
-        probe_due(at(self.probed_at.load(Ordering::Relaxed)), now())
+        probe_due(at(self.probe_at.load(Ordering::Relaxed)), now())
+    }
+
+    /// How long until its next probe is due (zero: due now).
+    pub(crate) fn probe_in(&self) -> Duration {
+        Duration::from_millis(
+            self.probe_at
+                .load(Ordering::Relaxed)
+                .saturating_sub(clock_ms()),
+        )
     }
 
     /// Claims the probe if it is due: `true` for the one caller that may
-    /// try the node now.
+    /// try the node now, which sets when the next is due.
     fn claim_probe(&self) -> bool {
-        let last = self.probed_at.load(Ordering::Relaxed);
+        let next = self.probe_at.load(Ordering::Relaxed);
         let now = clock_ms();
-        probe_due(at(last), Duration::from_millis(now))
-            && self
-                .probed_at
-                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+        if !probe_due(at(next), Duration::from_millis(now)) {
+            return false;
+        }
+        // Down and not open: an answer comes at once, so the probes start
+        // sooner (the core's rule). The answers of requests already in
+        // flight when it said so are not probes: they do not count.
+        let probes = self.probes.load(Ordering::Relaxed).saturating_add(1);
+        let step = if self.is_open() || self.refusing() {
+            0
+        } else {
+            probes
+        };
+        let interval = probe_interval(step, seam::random());
+        let after = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        let claimed = self
+            .probe_at
+            .compare_exchange(
+                next,
+                now.saturating_add(after),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        if claimed {
+            self.probes.store(probes, Ordering::Relaxed);
+        }
+        claimed
     }
 
     /// For a request waiting on a refusing node: tries to connect, if no
@@ -278,6 +327,7 @@ impl Node {
                 self.timeouts.store(0, Ordering::Relaxed);
                 if self.open.swap(false, Ordering::Relaxed) {
                     tracing::info!(addr = %self.addr, "answering again: closed");
+                    self.is_back();
                 }
             }
             Err(ConnError::TimedOut) => {
@@ -373,7 +423,9 @@ impl Node {
                     crate::metrics::reconnect(&self.addr);
                 }
                 self.failed_at.store(0, Ordering::Relaxed);
-                self.refused_at.store(0, Ordering::Relaxed);
+                if self.refused_at.swap(0, Ordering::Relaxed) != 0 {
+                    self.is_back();
+                }
                 self.conn.store(Some(conn.clone()));
                 Ok(conn)
             }
@@ -395,6 +447,8 @@ pub(crate) struct Registry {
     nodes: std::sync::Mutex<seam::HashMap<Arc<str>, Arc<Node>>>,
     /// Each node's `max_in_flight_per_node`.
     max_in_flight: usize,
+    /// Told when any of its nodes can take requests again.
+    back: Arc<Notify>,
 }
 
 impl Default for Registry {
@@ -408,6 +462,7 @@ impl Registry {
         Self {
             nodes: std::sync::Mutex::default(),
             max_in_flight,
+            back: Arc::default(),
         }
     }
 
@@ -417,9 +472,15 @@ impl Registry {
         if let Some(node) = nodes.get(addr) {
             return node.clone();
         }
-        let node = Arc::new(Node::new(addr, self.max_in_flight));
+        let node = Arc::new(Node::new(addr, self.max_in_flight, self.back.clone()));
         nodes.insert(node.addr.clone(), node.clone());
         node
+    }
+
+    /// Told when a held node (down, open or refusing) can take requests
+    /// again.
+    pub(crate) fn back(&self) -> &Notify {
+        &self.back
     }
 
     /// The node at `addr`, if the client has heard of it.
@@ -447,7 +508,7 @@ mod tests {
 
     #[test]
     fn repeated_time_outs_open_a_node_and_an_answer_closes_it() {
-        let node = Node::new("a:1", 10);
+        let node = Node::new("a:1", 10, Arc::default());
         for _ in 1..OPEN_AFTER_TIMEOUTS {
             node.note_reply::<()>(&Err(ConnError::TimedOut));
         }

@@ -8,12 +8,14 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use zaris_core::{opens_after, probe_due, reconnect_delay, OWNER_PROBE_INTERVAL};
+//! use zaris_core::{opens_after, probe_due, probe_interval, reconnect_delay, OWNER_PROBE_INTERVAL};
 //!
 //! assert!(!opens_after(2) && opens_after(3));
 //! let ms = Duration::from_millis;
 //! assert!(probe_due(None, ms(5)));
-//! assert!(!probe_due(Some(ms(5)), ms(5) + OWNER_PROBE_INTERVAL - ms(1)));
+//! let next = ms(5) + probe_interval(0, 0);
+//! assert!(!probe_due(Some(next), ms(5) + OWNER_PROBE_INTERVAL - ms(1)));
+//! assert!(probe_interval(1, 0) == ms(10) && probe_interval(9, 0) == OWNER_PROBE_INTERVAL);
 //! assert_eq!(reconnect_delay(1, 0), ms(10));
 //! assert!(reconnect_delay(3, 7) <= ms(40) && reconnect_delay(3, 7) >= ms(20));
 //! ```
@@ -48,12 +50,34 @@ pub const fn opens_after(timeouts: u32) -> bool {
     timeouts >= OPEN_AFTER_TIMEOUTS
 }
 
-/// Whether the probe of a held node (refusing connections, saying the
-/// cluster is down, or open) is due at `now`, the last one having gone at
-/// `last` (`None`: never).
+/// How long after one probe of a held node the next is due.
+///
+/// `down_probe` is 0 for a node that is open or refuses connections: then
+/// [`OWNER_PROBE_INTERVAL`], as its probe may cost an attempt's time-out.
+/// For a node that says the cluster is down it counts this probe (from 1)
+/// since the node last answered otherwise. Such a node answers at once,
+/// and its state may be a moment's doubt (a master sees another's
+/// failover and briefly counts the cluster down): its probes back off as
+/// reconnects do, from [`RECONNECT_BACKOFF_BASE`] to
+/// [`OWNER_PROBE_INTERVAL`], less up to half by `random`. So a blip costs
+/// its waiting requests at most about its length again, and a cluster
+/// really down one probe per interval.
 #[must_use]
-pub fn probe_due(last: Option<Duration>, now: Duration) -> bool {
-    last.is_none_or(|last| now.saturating_sub(last) >= OWNER_PROBE_INTERVAL)
+pub fn probe_interval(down_probe: u32, random: u64) -> Duration {
+    if down_probe == 0 {
+        OWNER_PROBE_INTERVAL
+    } else {
+        reconnect_delay(down_probe, random)
+    }
+}
+
+/// Whether the probe of a held node (refusing connections, saying the
+/// cluster is down, or open) is due at `now`, the last one having set the
+/// next for `next` (its time plus [`probe_interval`]; `None`: never
+/// probed).
+#[must_use]
+pub fn probe_due(next: Option<Duration>, now: Duration) -> bool {
+    next.is_none_or(|next| now >= next)
 }
 
 /// The wait before the next connection attempt after `failures` in a row:
@@ -127,11 +151,42 @@ mod tests {
     #[test]
     fn one_probe_per_interval() {
         assert!(probe_due(None, Duration::ZERO));
-        assert!(!probe_due(Some(MS(100)), MS(100)));
-        assert!(!probe_due(Some(MS(100)), MS(599)));
-        assert!(probe_due(Some(MS(100)), MS(600)));
+        let next = Some(MS(100) + probe_interval(0, 7));
+        assert!(!probe_due(next, MS(100)));
+        assert!(!probe_due(next, MS(599)));
+        assert!(probe_due(next, MS(600)));
         // A clock read before the last probe (another thread's): not due.
-        assert!(!probe_due(Some(MS(100)), MS(50)));
+        assert!(!probe_due(next, MS(50)));
+    }
+
+    #[test]
+    fn a_node_that_says_the_cluster_is_down_is_probed_sooner_at_first() {
+        // Open or refusing: the full interval, whatever the draw.
+        assert_eq!(probe_interval(0, 0), OWNER_PROBE_INTERVAL);
+        assert_eq!(probe_interval(0, u64::MAX), OWNER_PROBE_INTERVAL);
+        // Down: doubling from the reconnect base to the interval.
+        let full: [Duration; 8] = core::array::from_fn(|n| probe_interval(n as u32 + 1, 0));
+        assert_eq!(
+            full,
+            [
+                MS(10),
+                MS(20),
+                MS(40),
+                MS(80),
+                MS(160),
+                MS(320),
+                MS(500),
+                MS(500)
+            ]
+        );
+        // The first second of a long outage costs seven probes, not two.
+        let mut at = Duration::ZERO;
+        let mut probes = 0;
+        while at < MS(1000) {
+            probes += 1;
+            at += probe_interval(probes, 0);
+        }
+        assert_eq!(probes, 7);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub use command::{
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};
 pub use health::{
-    opens_after, probe_due, recently_failed, reconnect_delay, OPEN_AFTER_TIMEOUTS,
+    opens_after, probe_due, probe_interval, recently_failed, reconnect_delay, OPEN_AFTER_TIMEOUTS,
     RECONNECT_BACKOFF_BASE, RECONNECT_BACKOFF_CAP, REPLICA_PAUSE,
 };
 pub use hold::{

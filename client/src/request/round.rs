@@ -269,14 +269,21 @@ impl Inner {
     /// Waits until one of `unroutable` (positions and slots) has an owner
     /// that can take it (or one saying the cluster is down is due for a
     /// probe), or `until`: on the shared refresh, as often as its interval
-    /// allows, and trying a refusing owner again meanwhile (at most once an
-    /// interval), in case it came back where it was.
+    /// allows; woken at once when a held owner answers again, or when its
+    /// next probe is due; and trying a refusing owner again meanwhile (at
+    /// most once an interval), in case it came back where it was.
     pub(super) async fn until_routable(
         self: &Arc<Self>,
         unroutable: &[(usize, u16)],
         until: Instant,
     ) {
         loop {
+            // Listening before looking: an owner back in between still
+            // wakes this wait.
+            let back = self.registry.back().notified();
+            tokio::pin!(back);
+            back.as_mut().enable();
+            let mut probe_in: Option<Duration> = None;
             let refusing: Vec<Arc<Node>> = {
                 let snapshot = self.snapshot.load();
                 let mut refusing: Vec<Arc<Node>> = Vec::new();
@@ -287,7 +294,10 @@ impl Inner {
                         Ok(owner) if !owner.refusing() && (!owner.held() || owner.probe_due()) => {
                             return
                         }
-                        Ok(owner) if !owner.refusing() => {}
+                        Ok(owner) if !owner.refusing() => {
+                            let next = owner.probe_in();
+                            probe_in = Some(probe_in.map_or(next, |p| p.min(next)));
+                        }
                         Ok(owner) if !refusing.iter().any(|n| Arc::ptr_eq(n, owner)) => {
                             refusing.push(owner.clone());
                         }
@@ -311,8 +321,12 @@ impl Inner {
             let wait = until
                 .saturating_duration_since(Instant::now())
                 .min(self.config.refresh_wait);
-            self.refresh_next(RefreshCause::Failure, wait, soon, Some(until))
-                .await;
+            let probe_due = Instant::now() + probe_in.unwrap_or(wait);
+            tokio::select! {
+                _ = self.refresh_next(RefreshCause::Failure, wait, soon, Some(until)) => {}
+                () = back => {}
+                () = tokio::time::sleep_until(probe_due.min(until)), if probe_in.is_some() => {}
+            }
         }
     }
 

@@ -24,10 +24,9 @@
 
 use core::time::Duration;
 
+use crate::health::{probe_due, probe_interval};
 use crate::redirect::RedirectMemory;
-use crate::refresh::{
-    owner_wait_until, RefreshAsk, RefreshGate, OWNER_PROBE_INTERVAL as PROBE_INTERVAL,
-};
+use crate::refresh::{owner_wait_until, RefreshAsk, RefreshGate};
 use crate::retry::{Decision, Outcome, RetryLoop};
 use crate::status::KvStatus;
 use crate::{
@@ -199,7 +198,8 @@ struct World<'a> {
     /// Nodes the client has seen refuse a connection (until a refresh
     /// moves their slots, they get no attempts from a waiting client).
     refusing: [bool; 2 * MAX_CHURN_MASTERS as usize],
-    probed_at: [Option<Duration>; 2 * MAX_CHURN_MASTERS as usize],
+    /// When each node's next probe is due (`None`: never probed).
+    probe_at: [Option<Duration>; 2 * MAX_CHURN_MASTERS as usize],
 }
 
 impl World<'_> {
@@ -281,7 +281,7 @@ pub fn simulate_churn(
         refresh_ends: Duration::ZERO,
         redirects: RedirectMemory::default(),
         refusing: [false; 2 * MAX_CHURN_MASTERS as usize],
-        probed_at: [None; 2 * MAX_CHURN_MASTERS as usize],
+        probe_at: [None; 2 * MAX_CHURN_MASTERS as usize],
     };
     world.refresh(Duration::ZERO);
     let mut requests: heapless::Vec<Request, MAX_CHURN_REQUESTS> = heapless::Vec::new();
@@ -362,11 +362,10 @@ pub fn simulate_churn(
                 deadline_of(&r),
             ) {
                 Some(until) => {
-                    // One waiting request probes the node per interval.
-                    let probe_due = world.probed_at[usize::from(node)]
-                        .is_none_or(|p| now.saturating_sub(p) >= PROBE_INTERVAL);
-                    if probe_due {
-                        world.probed_at[usize::from(node)] = Some(now);
+                    // One waiting request probes the node per interval
+                    // (a refusing node's: never a down one's backoff).
+                    if probe_due(world.probe_at[usize::from(node)], now) {
+                        world.probe_at[usize::from(node)] = Some(now + probe_interval(0, 0));
                         totals.attempts += 1;
                         each(Entry {
                             at: now + s.rtt,
