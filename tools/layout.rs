@@ -150,6 +150,33 @@ impl Layout {
         found
     }
 
+    /// Calls between the files that implement `ty` (its home and the
+    /// files of its spread `impl` blocks): each file to the others whose
+    /// methods of `ty` it calls. A file that fills in another's type and
+    /// is called from there is a circle the imports do not show; these
+    /// edges show it.
+    pub fn method_calls(&self, ty: &str) -> BTreeMap<String, BTreeSet<String>> {
+        let defined: BTreeMap<&String, BTreeSet<String>> = self
+            .files
+            .iter()
+            .map(|(module, code)| (module, methods_of(code, ty)))
+            .filter(|(_, methods)| !methods.is_empty())
+            .collect();
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (caller, code) in &self.files {
+            let implements = impl_types(code).iter().any(|t| t == ty);
+            for (definer, methods) in &defined {
+                if *definer != caller && methods.iter().any(|m| calls(code, ty, m, implements)) {
+                    graph
+                        .entry(caller.clone())
+                        .or_default()
+                        .insert((*definer).clone());
+                }
+            }
+        }
+        graph
+    }
+
     /// The files `section` (a crate's section of a code map, see
     /// [`section`]) does not name: each by its whole path under `src/`
     /// (`request/send.rs`; `retry.rs` alone does not name it), a folder's
@@ -363,6 +390,89 @@ fn use_tree(rest: &str, prefix: &mut Vec<String>, out: &mut Vec<UsePath>) -> usi
         prefix.truncate(depth);
         return at;
     }
+}
+
+/// The methods of `ty` that `code` defines: each `fn` in its own `impl
+/// ty` blocks (not a trait's `impl Trait for ty`).
+fn methods_of(code: &str, ty: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("impl") {
+        let before = rest[..at].chars().next_back();
+        let head_end = rest[at..].find('{').map_or(rest.len(), |e| at + e);
+        let head = &rest[at..head_end];
+        let own = before.is_none_or(|c| !is_ident_char(c))
+            && !head.contains(" for ")
+            && impl_types(head).first().is_some_and(|t| t == ty);
+        if !own || head_end == rest.len() {
+            rest = &rest[at + 4..];
+            continue;
+        }
+        // The block, braces balanced.
+        let mut depth = 0;
+        let mut end = rest.len();
+        for (i, c) in rest[head_end..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = head_end + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let block = &rest[head_end..end];
+        let mut words = block
+            .split(|c: char| !is_ident_char(c))
+            .filter(|w| !w.is_empty());
+        while let Some(word) = words.next() {
+            if word == "fn" {
+                if let Some(name) = words.next() {
+                    out.insert(name.to_owned());
+                }
+            }
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// Whether `code` calls method `name` of `ty`: `Ty::name(`, or on a
+/// receiver named as the type in lower case (`inner.name(`,
+/// `self.inner.name(`); where `code` implements `ty` (`implements`), also
+/// `self.name(` and `Self::name(`. A chain broken over lines
+/// (`self\n    .name(`) included.
+fn calls(code: &str, ty: &str, name: &str, implements: bool) -> bool {
+    // Chains joined: no white space before a `.`.
+    let mut joined = String::with_capacity(code.len());
+    let mut pending = String::new();
+    for c in code.chars() {
+        if c.is_whitespace() {
+            pending.push(c);
+            continue;
+        }
+        if c != '.' {
+            joined.push_str(&pending);
+        }
+        pending.clear();
+        joined.push(c);
+    }
+    let lower = ty.to_lowercase();
+    let mut receivers = vec![format!("{ty}::{name}("), format!("{lower}.{name}(")];
+    if implements {
+        receivers.extend([format!("self.{name}("), format!("Self::{name}(")]);
+    }
+    receivers.iter().any(|call| {
+        joined.match_indices(call.as_str()).any(|(at, _)| {
+            joined[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !is_ident_char(c))
+        })
+    })
 }
 
 /// The types `code` defines (`struct`, `enum`, `union`, `trait`, `type`).

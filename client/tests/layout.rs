@@ -7,7 +7,7 @@
 //! `super::`, `self::`, child modules and re-exports; comments left out)
 //! is `tools/layout.rs`, shared with the core's layout test.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 #[path = "../../tools/layout.rs"]
@@ -52,7 +52,12 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
     (
         "Shared",
         &["conn/watch"],
-        "a connection's side of a pause (ticks, checks, holds) apart from its queue and replies",
+        "a connection's side of a pause (ticks, checks, holds), built on its queue and replies",
+    ),
+    (
+        "Round",
+        &["request/run", "request/send"],
+        "a call's rounds by job: running them, above sending each share (round.rs holds the state)",
     ),
     (
         "Builder",
@@ -80,7 +85,7 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
             "lease",
             "refresh",
             "request/retry",
-            "request/round",
+            "request/run",
             "request/send",
         ],
         "what runs on the shared state, by job, above it (inner.rs holds only the state)",
@@ -169,6 +174,84 @@ fn a_type_is_implemented_where_it_is_defined() {
     assert!(foreign
         .iter()
         .any(|(ty, _, at)| ty == "Inner" && at == "request/send"));
+}
+
+/// The import graph with the calls between the files of each spread type
+/// ([`SPREAD`]) added: a file calling a method of `Inner` that another
+/// file defines depends on that file as if it imported it.
+fn imports_and_calls(layout: &Layout) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph = layout.imports();
+    for (ty, _, _) in SPREAD {
+        for (caller, definers) in layout.method_calls(ty) {
+            graph.entry(caller).or_default().extend(definers);
+        }
+    }
+    graph
+}
+
+/// The first module on a cycle of `graph`, with what it reaches.
+fn a_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<(String, BTreeSet<String>)> {
+    graph
+        .keys()
+        .find(|module| Layout::reach(graph, module).contains(*module))
+        .map(|module| (module.clone(), graph[module].clone()))
+}
+
+#[test]
+fn the_spread_files_call_each_other_without_a_cycle() {
+    let client = client();
+    let graph = imports_and_calls(&client);
+    assert_eq!(a_cycle(&graph), None, "a cycle of imports and calls");
+    // The calls are seen: running the rounds calls the sending and the
+    // retry state (methods of Inner and Round, in other files).
+    let calls = client.method_calls("Inner");
+    assert!(
+        calls["request/run"].contains("request/send")
+            && calls["request/run"].contains("request/retry"),
+        "{:?}",
+        calls["request/run"]
+    );
+    assert!(calls.len() > 5, "{calls:?}");
+    assert!(client.method_calls("Round")["request/run"].contains("request/send"));
+}
+
+#[test]
+fn a_call_back_into_a_spread_file_is_a_cycle() {
+    // Planted: two files filling in `Inner`, each calling the other (as
+    // the retry state once called the rounds' `deadline_of`, which called
+    // the retry state), with no import between them.
+    let files = [
+        (
+            "inner",
+            "pub(crate) struct Inner { x: u8 }\nimpl Inner { fn get(&self) -> u8 { self.x } }",
+        ),
+        (
+            "round",
+            "use crate::inner::Inner;\nimpl Inner {\n    fn run(&self) { self\n        .decide(); }\n    fn deadline_of(&self) {}\n}",
+        ),
+        (
+            "retry",
+            "use crate::inner::Inner;\nimpl Inner {\n    fn decide(&self) { inner.deadline_of(); }\n}",
+        ),
+    ];
+    let planted = Layout {
+        files: files
+            .iter()
+            .map(|(id, code)| ((*id).to_owned(), (*code).to_owned()))
+            .collect(),
+    };
+    assert_eq!(
+        a_cycle(&planted.imports()),
+        None,
+        "the imports alone show none"
+    );
+    let found = a_cycle(&imports_and_calls(&planted));
+    assert!(
+        found
+            .as_ref()
+            .is_some_and(|(m, _)| m == "retry" || m == "round"),
+        "{found:?}"
+    );
 }
 
 #[test]

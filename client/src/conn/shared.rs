@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use zaris_core::{Progress, WriteConn, STALL_TICK};
 
 use super::error::ConnError;
-use super::slot::{PushSink, Reply, Slot, SlotKind, Watch};
+use super::slot::{PushSink, Reply, Slot, SlotKind, Watch, WriteTo};
 use crate::codec::{take_frames, Frame, Frames, Limits};
 
 /// The reader asks the socket for up to this much at a time.
@@ -161,6 +161,35 @@ impl Shared {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a request of `kind`, not sent yet, leaves this connection
+    /// while its node holds it: a read does; a write does when
+    /// `zaris_core::write_lane` places it elsewhere.
+    pub(super) fn leaves(&self, kind: SlotKind) -> bool {
+        match kind {
+            SlotKind::Read => true,
+            SlotKind::Write { mut to, .. } => {
+                if crate::seam::planted(crate::seam::Plant::WritesStayHeld) {
+                    to = to.slot().map_or(WriteTo::Several, WriteTo::Placed);
+                }
+                let place = self.place.get().copied();
+                self.watch
+                    .get()
+                    .is_some_and(|watch| !watch.write_stays(place, to))
+            }
+            _ => false,
+        }
+    }
+
+    /// A reply came on a held connection: it is free again.
+    pub(super) fn freed(&self) {
+        if self.held.swap(false, Ordering::Relaxed) {
+            tracing::info!(addr = self.addr, "a held connection answers again");
+            if let Some(watch) = self.watch.get() {
+                watch.freed();
+            }
+        }
     }
 
     /// Why the connection ended (or that it did).

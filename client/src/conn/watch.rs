@@ -1,7 +1,9 @@
 //! A watched connection's side of a pause (`zaris_core::hold`): at each
 //! tick, whether it stalls; the check of its node on another connection;
-//! the hold that hands its reads back and places its writes; the writes
-//! whose callers gave up, noted; and the hold let go at the next reply.
+//! the hold that hands its reads back and places its writes; and the
+//! writes whose callers gave up, noted. It builds on the queue
+//! (`shared.rs`: its state, its lock, its wake), which only asks a held
+//! connection what leaves it and lets the hold go at the next reply.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use zaris_core::{Liveness, Progress, ALIVE_ANSWER_FRESH, ALIVE_CHECK_EVERY};
 
 use super::error::ConnError;
 use super::shared::{Shared, State};
-use super::slot::{Slot, SlotKind, WriteTo};
+use super::slot::{Slot, SlotKind};
 
 impl Shared {
     /// At the watcher's tick (`now`, owing replies): whether the
@@ -109,25 +111,6 @@ impl Shared {
         });
     }
 
-    /// Whether a request of `kind`, not sent yet, leaves this connection
-    /// while its node holds it: a read does; a write does when
-    /// `zaris_core::write_lane` places it elsewhere.
-    pub(super) fn leaves(&self, kind: SlotKind) -> bool {
-        match kind {
-            SlotKind::Read => true,
-            SlotKind::Write { mut to, .. } => {
-                if crate::seam::planted(crate::seam::Plant::WritesStayHeld) {
-                    to = to.slot().map_or(WriteTo::Several, WriteTo::Placed);
-                }
-                let place = self.place.get().copied();
-                self.watch
-                    .get()
-                    .is_some_and(|watch| !watch.write_stays(place, to))
-            }
-            _ => false,
-        }
-    }
-
     /// Its node holds it: reads go elsewhere from now, and those waiting
     /// here are handed back to be sent there.
     pub(super) fn hold(&self) {
@@ -192,16 +175,6 @@ impl Shared {
         let state = self.lock();
         if let Some(slot) = state.slots.iter().find(|slot| slot.id == id) {
             self.gave_up(slot);
-        }
-    }
-
-    /// A reply came on a held connection: it is free again.
-    pub(super) fn freed(&self) {
-        if self.held.swap(false, Ordering::Relaxed) {
-            tracing::info!(addr = self.addr, "a held connection answers again");
-            if let Some(watch) = self.watch.get() {
-                watch.freed();
-            }
         }
     }
 }

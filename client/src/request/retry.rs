@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use zaris_core::{Decision, KvStatus, Outcome, RetryLoop, TransportFailure};
+use zaris_core::{owner_wait_until, Decision, KvStatus, Outcome, RetryLoop, TransportFailure};
 
 use crate::failure::{final_error, Failure};
 use crate::gate::Refreshed;
@@ -30,14 +30,14 @@ pub(crate) struct Retrying {
 
 impl Retrying {
     pub(crate) fn new(inner: &Inner) -> Self {
-        Self::from(inner, Instant::now())
+        Self::until(inner, deadline_of(inner, Instant::now()))
     }
 
-    /// A request that started at `now`.
-    pub(super) fn from(inner: &Inner, now: Instant) -> Self {
+    /// A request of a call whose deadline is `deadline`.
+    pub(super) fn until(inner: &Inner, deadline: Option<Instant>) -> Self {
         Self {
             retries: RetryLoop::new(inner.config.policy),
-            deadline: inner.deadline_of(now),
+            deadline,
             ask: None,
             waiting_since: None,
         }
@@ -63,6 +63,13 @@ impl Retrying {
         self.remaining()
             .map_or(configured, |left| left.min(configured))
     }
+}
+
+/// The deadline of a call made at `started`: every request of the call
+/// shares it, as they started together, and a retry's state counts from
+/// then too.
+pub(super) fn deadline_of(inner: &Inner, started: Instant) -> Option<Instant> {
+    inner.config.policy.deadline.map(|d| started + d)
 }
 
 /// What a round of failures asks of the next: a map refresh (waiting at
@@ -119,7 +126,61 @@ pub(super) struct InFlight {
     pub(super) probing: bool,
 }
 
+impl InFlight {
+    /// Request `index` of a call, not sent yet.
+    pub(super) fn new(index: usize) -> Self {
+        Self {
+            index,
+            state: None,
+            waiting_since: None,
+            waited_out: false,
+            probing: false,
+        }
+    }
+
+    /// Its retry state, made on its first failure (its deadline the
+    /// call's, `deadline`).
+    pub(super) fn state(&mut self, inner: &Inner, deadline: Option<Instant>) -> &mut Retrying {
+        self.state
+            .get_or_insert_with(|| Box::new(Retrying::until(inner, deadline)))
+    }
+}
+
 impl Inner {
+    /// How long a request whose slot has no owner able to answer may wait
+    /// for one, unsent (docs/behaviour.md §3), having waited since `since`
+    /// (set now if it had not) and ending by `deadline`: from when it
+    /// started waiting, the refresh wait, and never past its deadline.
+    /// `None`: no longer.
+    pub(super) fn owner_wait_limit(
+        &self,
+        since: &mut Option<Instant>,
+        deadline: Option<Instant>,
+    ) -> Option<Instant> {
+        // Retries disabled: the caller wants the raw outcome, not a wait.
+        if self.config.policy.attempt_budget() <= 1 {
+            return None;
+        }
+        let now = Instant::now();
+        let since = match since {
+            Some(since) => *since,
+            None => {
+                Counters::bump(&self.counters.owner_waits);
+                *since.insert(now)
+            }
+        };
+        // The core's rule, on a clock from when the wait began.
+        let at = |t: Instant| t.saturating_duration_since(since);
+        let until = owner_wait_until(
+            &self.config.policy,
+            Duration::ZERO,
+            at(now),
+            self.config.refresh_wait,
+            deadline.map(at),
+        )?;
+        Some(since + until)
+    }
+
     /// After a failed attempt: refresh and wait as the retry machine says
     /// (then `Ok`: try again), or the final, typed error.
     pub(crate) async fn after_failure(

@@ -1,351 +1,43 @@
-//! Requests run together, in rounds ([`Inner::execute_all`]): each round
-//! sends every node its share, judges each reply against the request's
-//! own retry loop, and makes the requests to retry the next round, after
-//! one wait; a request whose slot has no owner able to answer waits,
-//! unsent, for one (docs/behaviour.md §3).
+//! One call's requests in rounds ([`Round`]): what every step of the
+//! engine shares (the state, the requests, when the call started and its
+//! deadline, when this round is sent, and the requests in it). The steps
+//! build on it: sending (`send.rs`) and running the rounds (`run.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
-use futures_util::future::join_all;
-use smallvec::SmallVec;
-use tracing::Instrument;
-use zaris_core::{owner_wait_until, KvStatus, Outcome, RouteError};
-
-use super::retry::{InFlight, Retrying, Wait};
-use super::send::Verdict;
-use crate::codec::Frame;
-use crate::failure::{conn_failure, Failure};
+use super::retry::{deadline_of, InFlight};
 use crate::inner::Inner;
-use crate::metrics;
-use crate::pool::Node;
-use crate::reply::{take_frame, Replies};
-use crate::route::{Packed, Requests, Route};
-use crate::stats::{Counters, RefreshCause};
-use crate::Error;
+use crate::route::Requests;
 
-impl Inner {
-    /// One request under the retry machine.
-    pub(crate) async fn execute(
-        self: &Arc<Self>,
-        route: Route,
-        command: Packed,
-    ) -> Result<Replies, Error> {
-        let span =
-            tracing::debug_span!("zaris.request", command = command.name, slot = route.slot());
-        let mut result = None;
-        let requests = [(route, command)];
-        self.execute_all(&requests[..], |_, r| {
-            result = Some(r.map(|frames| frames.iter_mut().map(take_frame).collect()));
-        })
-        .instrument(span)
-        .await;
-        result.unwrap_or_else(|| unreachable!("every request ends with a result"))
-    }
+/// One call's requests, run together in rounds: each round sends every
+/// node its share, judges each reply against the request's own retry
+/// loop, and makes the requests to retry the next round.
+pub(super) struct Round<'a, R: ?Sized> {
+    pub(super) inner: &'a Arc<Inner>,
+    pub(super) requests: &'a R,
+    /// The call's deadline: every request's, as they started together
+    /// (a retry's state counts from then too).
+    pub(super) deadline: Option<Instant>,
+    /// When this round is sent: the first goes out as the call starts
+    /// (one clock read serves both); a later one after its wait.
+    pub(super) sending: Instant,
+    /// The requests of this round, in the caller's order.
+    pub(super) in_flight: SmallVec<[InFlight; 1]>,
+}
 
-    /// Requests run together, in rounds. Each round sends every node its
-    /// share in one write, in the requests' order (a blocking command goes
-    /// alone, on a connection of its own); each reply is judged against
-    /// the request's own retry loop; the requests to retry wait once for
-    /// the longest delay (and one map refresh if any asked for it) and make
-    /// up the next round, still in order. Each request's replies go to
-    /// `deliver` (with its number) as soon as they are known, lent: take
-    /// what is needed (`take_frame`).
-    pub(crate) async fn execute_all<R: Requests + ?Sized>(
-        self: &Arc<Self>,
-        requests: &R,
-        mut deliver: impl FnMut(usize, Result<&mut [Frame], Error>),
-    ) {
-        let mut deliver = |i: usize, result: Result<&mut [Frame], Error>| {
-            let outcome = result.as_ref().map_or_else(Error::kind, |_| "ok");
-            metrics::request(requests.name(i), outcome);
-            deliver(i, result);
-        };
+impl<'a, R: Requests + ?Sized> Round<'a, R> {
+    /// The first round of a call of `requests`, starting now.
+    pub(super) fn new(inner: &'a Arc<Inner>, requests: &'a R) -> Self {
         let started = Instant::now();
-        // When this round is sent: the first goes out as the request
-        // starts (one clock read serves both); a later one after its wait.
-        let mut sending = started;
-        let mut round: SmallVec<[InFlight; 1]> = (0..requests.count())
-            .map(|index| InFlight {
-                index,
-                state: None,
-                waiting_since: None,
-                waited_out: false,
-                probing: false,
-            })
-            .collect();
-        while !round.is_empty() {
-            // Failed attempts, by position in the round.
-            let mut failed: Vec<(usize, Failure)> = Vec::new();
-            // Requests not sent: their slot has no owner that can answer.
-            let mut unroutable: Vec<(usize, u16)> = Vec::new();
-            let shares = self.shares(requests, &mut round, &mut failed, &mut unroutable);
-            // One share (a single command, a pipeline to one node) is
-            // awaited as it is: `join_all` would put it in a vector on the
-            // heap, and move it there, for nothing to join.
-            let sent: SmallVec<[_; 1]> = match &shares[..] {
-                [share] => {
-                    smallvec::smallvec![
-                        self.send_share(share, requests, &round, started, sending)
-                            .await
-                    ]
-                }
-                _ => join_all(
-                    shares
-                        .iter()
-                        .map(|share| self.send_share(share, requests, &round, started, sending)),
-                )
-                .await
-                .into(),
-            };
-            for (share, replies) in shares.iter().zip(sent) {
-                match replies {
-                    Ok(mut frames) => {
-                        let mut from = 0;
-                        for &(at, asking) in &share.members {
-                            // An ASKING's +OK goes first.
-                            from += usize::from(asking);
-                            let to = (from + requests.replies(round[at].index)).min(frames.len());
-                            let mine = &mut frames[from..to];
-                            from = to;
-                            match self.judge(mine, &share.node) {
-                                Verdict::Answer => {
-                                    requests.answered(round[at].index, &share.node, asking);
-                                    deliver(round[at].index, Ok(mine));
-                                }
-                                Verdict::Fatal(e) => deliver(round[at].index, Err(e)),
-                                // The probe of a node known down found it
-                                // still down: it waits on with the others.
-                                Verdict::Failed(failure)
-                                    if round[at].probing
-                                        && failure.outcome
-                                            == Outcome::Status(KvStatus::Unavailable) =>
-                                {
-                                    match requests.route(round[at].index) {
-                                        Route::Slot(slot) => unroutable.push((at, *slot)),
-                                        Route::Node(_) => failed.push((at, failure)),
-                                    }
-                                }
-                                Verdict::Failed(failure) => failed.push((at, failure)),
-                                Verdict::Ask(to, failure) => {
-                                    self.state_of(&mut round[at], started).ask = Some(to);
-                                    failed.push((at, failure));
-                                }
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        for &(at, _) in &share.members {
-                            match conn_failure(e.clone(), &share.node.addr) {
-                                Err(e) => deliver(round[at].index, Err(e)),
-                                Ok(failure) => failed.push((at, failure)),
-                            }
-                        }
-                    }
-                }
-            }
-            if failed.is_empty() && unroutable.is_empty() {
-                return;
-            }
-            // The next round: the failed requests that may go again and the
-            // ones that wait for an owner, in order.
-            let mut steps: Vec<(usize, Option<Failure>)> = failed
-                .into_iter()
-                .map(|(at, failure)| (at, Some(failure)))
-                .chain(unroutable.iter().map(|&(at, _)| (at, None)))
-                .collect();
-            steps.sort_unstable_by_key(|(at, _)| *at);
-            let mut wait = Wait::default();
-            let mut owner_wait: Option<Instant> = None;
-            let mut next = SmallVec::new();
-            let mut previous = std::mem::take(&mut round).into_iter().enumerate();
-            for (at, failure) in steps {
-                let Some((_, mut in_flight)) = previous.find(|(i, _)| *i == at) else {
-                    continue;
-                };
-                let Some(failure) = failure else {
-                    match self.owner_wait_until(&mut in_flight, started) {
-                        Some(until) => {
-                            owner_wait = Some(owner_wait.map_or(until, |o| o.min(until)))
-                        }
-                        None => in_flight.waited_out = true,
-                    }
-                    next.push(in_flight);
-                    continue;
-                };
-                let state = self.state_of(&mut in_flight, started);
-                match self.decide(state, failure) {
-                    Ok(w) => {
-                        wait.merge(w);
-                        next.push(in_flight);
-                    }
-                    Err(e) => deliver(in_flight.index, Err(e)),
-                }
-            }
-            if !next.is_empty() {
-                match owner_wait {
-                    // Only waiting for owners: until one can take a request.
-                    Some(until) if wait.is_empty() => self.until_routable(&unroutable, until).await,
-                    _ => self.wait_out(wait).await,
-                }
-                sending = Instant::now();
-            }
-            round = next;
+        Self {
+            inner,
+            requests,
+            deadline: deadline_of(inner, started),
+            sending: started,
+            in_flight: (0..requests.count()).map(InFlight::new).collect(),
         }
-    }
-
-    /// How long a request whose slot has no owner able to answer may wait
-    /// for one, unsent (docs/behaviour.md §3): from when it started waiting,
-    /// the refresh wait, and never past its deadline. `None`: no longer.
-    pub(super) fn owner_wait_until(
-        &self,
-        in_flight: &mut InFlight,
-        started: Instant,
-    ) -> Option<Instant> {
-        let deadline = self.deadline_of(started);
-        self.owner_wait_limit(&mut in_flight.waiting_since, deadline)
-    }
-
-    /// The rule of [`Self::owner_wait_until`], for a request that has
-    /// waited since `since` (set now if it had not) and ends by `deadline`.
-    pub(super) fn owner_wait_limit(
-        &self,
-        since: &mut Option<Instant>,
-        deadline: Option<Instant>,
-    ) -> Option<Instant> {
-        // Retries disabled: the caller wants the raw outcome, not a wait.
-        if self.config.policy.attempt_budget() <= 1 {
-            return None;
-        }
-        let now = Instant::now();
-        let since = match since {
-            Some(since) => *since,
-            None => {
-                Counters::bump(&self.counters.owner_waits);
-                *since.insert(now)
-            }
-        };
-        // The core's rule, on a clock from when the wait began.
-        let at = |t: Instant| t.saturating_duration_since(since);
-        let until = owner_wait_until(
-            &self.config.policy,
-            Duration::ZERO,
-            at(now),
-            self.config.refresh_wait,
-            deadline.map(at),
-        )?;
-        Some(since + until)
-    }
-
-    /// For a request sent alone (a transaction, a `WATCH`): when `slot`
-    /// has no owner able to answer (none mapped, one refusing connections,
-    /// one saying the cluster is down), waits for one as any request does, unsent, and says
-    /// `true` (look again); `false` once there is one or it has waited
-    /// out (then it is sent as any attempt).
-    pub(crate) async fn waited_for_owner(
-        self: &Arc<Self>,
-        state: &mut Retrying,
-        slot: u16,
-    ) -> bool {
-        let routable = match self.snapshot.load().owner_of_slot(slot) {
-            Ok(owner) => owner.may_send(),
-            Err(RouteError::Unavailable { .. }) => false,
-            Err(_) => true,
-        };
-        if routable {
-            return false;
-        }
-        match self.owner_wait_limit(&mut state.waiting_since, state.deadline) {
-            Some(until) => {
-                self.until_routable(&[(0, slot)], until).await;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Waits until one of `unroutable` (positions and slots) has an owner
-    /// that can take it (or one saying the cluster is down is due for a
-    /// probe), or `until`: on the shared refresh, as often as its interval
-    /// allows; woken at once when a held owner answers again, or when its
-    /// next probe is due; and trying a refusing owner again meanwhile (at
-    /// most once an interval), in case it came back where it was.
-    pub(super) async fn until_routable(
-        self: &Arc<Self>,
-        unroutable: &[(usize, u16)],
-        until: Instant,
-    ) {
-        loop {
-            // Listening before looking: an owner back in between still
-            // wakes this wait.
-            let back = self.registry.back().notified();
-            tokio::pin!(back);
-            back.as_mut().enable();
-            let mut probe_in: Option<Duration> = None;
-            let refusing: Vec<Arc<Node>> = {
-                let snapshot = self.snapshot.load();
-                let mut refusing: Vec<Arc<Node>> = Vec::new();
-                for &(_, slot) in unroutable {
-                    match snapshot.owner_of_slot(slot) {
-                        // Able again, or down with a probe due (the next
-                        // round sends it).
-                        Ok(owner) if !owner.refusing() && (!owner.held() || owner.probe_due()) => {
-                            return
-                        }
-                        Ok(owner) if !owner.refusing() => {
-                            let next = owner.probe_in();
-                            probe_in = Some(probe_in.map_or(next, |p| p.min(next)));
-                        }
-                        Ok(owner) if !refusing.iter().any(|n| Arc::ptr_eq(n, owner)) => {
-                            refusing.push(owner.clone());
-                        }
-                        _ => {}
-                    }
-                }
-                refusing
-            };
-            if Instant::now() >= until {
-                return;
-            }
-            for node in refusing {
-                if node
-                    .probe(self.config.attempt_timeout, &self.config.conn)
-                    .await
-                {
-                    return;
-                }
-            }
-            let soon = Instant::now() + Duration::from_millis(10);
-            let wait = until
-                .saturating_duration_since(Instant::now())
-                .min(self.config.refresh_wait);
-            let probe_due = Instant::now() + probe_in.unwrap_or(wait);
-            tokio::select! {
-                _ = self.refresh_next(RefreshCause::Failure, wait, soon, Some(until)) => {}
-                () = back => {}
-                () = tokio::time::sleep_until(probe_due.min(until)), if probe_in.is_some() => {}
-            }
-        }
-    }
-
-    /// The deadline of a request made at `started`: that of every request
-    /// of one call, as they started together, and a retry's state counts
-    /// from then too ([`Self::state_of`]).
-    pub(super) fn deadline_of(&self, started: Instant) -> Option<Instant> {
-        self.config.policy.deadline.map(|d| started + d)
-    }
-
-    /// A request's retry state, made on its first failure (its deadline
-    /// counts from `started`, when the request was made).
-    pub(super) fn state_of<'a>(
-        &self,
-        in_flight: &'a mut InFlight,
-        started: Instant,
-    ) -> &'a mut Retrying {
-        in_flight
-            .state
-            .get_or_insert_with(|| Box::new(Retrying::from(self, started)))
     }
 }

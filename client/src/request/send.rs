@@ -15,6 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use zaris_core::{lane, KvStatus, Lane, Outcome, RouteError, WriteConn};
 
 use super::retry::InFlight;
+use super::round::Round;
 use crate::codec::{Frame, Frames};
 use crate::config::ReadFrom;
 use crate::conn::{ConnError, SlotKind, WriteTo, FAR};
@@ -60,7 +61,7 @@ pub(crate) enum Verdict {
     Fatal(Error),
 }
 
-impl Inner {
+impl<R: Requests + ?Sized> Round<'_, R> {
     /// The round's requests grouped by the node each goes to now (its
     /// `ASK` target, or its slot's owner in the current map). A request
     /// whose slot has no owner, or an owner that refuses connections (a
@@ -68,15 +69,15 @@ impl Inner {
     /// is down (unless it is the probe), is not sent: it goes
     /// to `unroutable` with its slot, to wait for the map (until it has
     /// waited out, when it fails or is sent as any request).
-    pub(super) fn shares<R: Requests + ?Sized>(
-        &self,
-        requests: &R,
-        round: &mut [InFlight],
+    pub(super) fn shares(
+        &mut self,
         failed: &mut Vec<(usize, Failure)>,
         unroutable: &mut Vec<(usize, u16)>,
     ) -> SmallVec<[Share; 1]> {
-        let snapshot = self.snapshot.load();
-        let read_from = self.config.read_from;
+        let (inner, requests) = (self.inner, self.requests);
+        let round = &mut self.in_flight[..];
+        let snapshot = inner.snapshot.load();
+        let read_from = inner.config.read_from;
         let mut shares: SmallVec<[Share; 1]> = SmallVec::new();
         let count = round.len();
         for (at, in_flight) in round.iter_mut().enumerate() {
@@ -93,7 +94,7 @@ impl Inner {
             let node = match (&asking, requests.route(in_flight.index)) {
                 (Some(node), _) => node,
                 (None, &Route::Slot(slot)) => match if replica_read {
-                    let turn = self.next_any.fetch_add(1, Ordering::Relaxed);
+                    let turn = inner.next_any.fetch_add(1, Ordering::Relaxed);
                     snapshot.reader_of_slot(slot, read_from, turn)
                 } else {
                     snapshot.owner_of_slot(slot)
@@ -140,7 +141,8 @@ impl Inner {
         }
         // Attempts: every request sent, or failed here for want of an owner.
         let attempted = (round.len() - unroutable.len()) as u64;
-        self.counters
+        inner
+            .counters
             .attempts
             .fetch_add(attempted, std::sync::atomic::Ordering::Relaxed);
         shares
@@ -154,15 +156,9 @@ impl Inner {
     /// a member's slot (the cluster failed a frozen master over), the
     /// attempt is given up then, not at its time-out, and the retry goes to
     /// the new owner.
-    pub(super) async fn send_share<R: Requests + ?Sized>(
-        self: &Arc<Self>,
-        share: &Share,
-        requests: &R,
-        round: &[InFlight],
-        started: Instant,
-        now: Instant,
-    ) -> Result<Frames, ConnError> {
-        let (until, last) = self.attempt_until(share, started, now);
+    pub(super) async fn send_share(&self, share: &Share) -> Result<Frames, ConnError> {
+        let (inner, requests, round) = (self.inner, self.requests, &self.in_flight[..]);
+        let (until, last) = self.attempt_until(share);
         // The slots the map may move, for the slow paths below.
         let slots = || -> SmallVec<[u16; 1]> {
             share
@@ -184,22 +180,22 @@ impl Inner {
                 // holds: they go on the side connection (the writes the
                 // pause holds fill the room, and must not hold them up).
                 None if share.node.holds_connection() && reads_only(requests, round, share) => None,
-                None => Some(Box::pin(self.room_on(share, &slots(), until)).await?),
+                None => Some(Box::pin(inner.room_on(share, &slots(), until)).await?),
             },
         };
         // Only a node that has stopped answering is raced against the map.
         let racing = !share.dedicated && share.node.unanswered();
         let slots = if racing { slots() } else { SmallVec::new() };
         if slots.is_empty() {
-            return self
+            return inner
                 .write_share(share, requests, round, (until, last), room)
                 .await;
         }
         Box::pin(async {
             tokio::select! {
-                sent = self.write_share(share, requests, round, (until, last), room) => sent,
-                to = self.owner_moves(&share.node, &slots) => {
-                    Counters::bump(&self.counters.attempts_abandoned);
+                sent = inner.write_share(share, requests, round, (until, last), room) => sent,
+                to = inner.owner_moves(&share.node, &slots) => {
+                    Counters::bump(&inner.counters.attempts_abandoned);
                     tracing::info!(from = %share.node.addr, %to, "stopped waiting on a silent node");
                     Err(ConnError::Superseded(to))
                 }
@@ -208,6 +204,29 @@ impl Inner {
         .await
     }
 
+    /// When the share's attempt, sent as this round is, gives up: after
+    /// the attempt time-out (a blocking command's own bound instead), never
+    /// past the call's deadline; and that deadline, to which a write its
+    /// node holds waits on (`zaris_core::at_attempt_time_out`).
+    #[inline]
+    pub(super) fn attempt_until(&self, share: &Share) -> (Instant, Instant) {
+        let now = self.sending;
+        // A blocking command, alone in its share, may wait its whole deadline.
+        let limit = if share.dedicated {
+            BLOCKING_WITHOUT_DEADLINE
+        } else {
+            self.inner.config.attempt_timeout
+        };
+        let until = now + limit.min(FAR);
+        // Every member's deadline, reckoned once.
+        match self.deadline {
+            Some(deadline) => (deadline.min(until), deadline),
+            None => (until, now + FAR),
+        }
+    }
+}
+
+impl Inner {
     /// Room for the share among its node's requests in flight
     /// (`max_in_flight_per_node`), once [`Node::try_admit`] found none: the
     /// share waits, unsent, for room, until `until`, and (on a node that
@@ -243,31 +262,6 @@ impl Inner {
             room = share.node.admit(requests) => Ok(room),
             to = moved => Err(ConnError::Saturated(format!("{}; its slot is {to}", full()))),
             () = tokio::time::sleep_until(until) => Err(ConnError::Saturated(full())),
-        }
-    }
-
-    /// When the share's attempt, sent `now`, gives up: after the attempt
-    /// time-out (a blocking command's own bound instead), never past the
-    /// tightest of its members' deadlines; and that deadline, to which a
-    /// write its node holds waits on (`zaris_core::at_attempt_time_out`).
-    #[inline]
-    pub(super) fn attempt_until(
-        &self,
-        share: &Share,
-        started: Instant,
-        now: Instant,
-    ) -> (Instant, Instant) {
-        // A blocking command, alone in its share, may wait its whole deadline.
-        let limit = if share.dedicated {
-            BLOCKING_WITHOUT_DEADLINE
-        } else {
-            self.config.attempt_timeout
-        };
-        let until = now + limit.min(FAR);
-        // Every member's deadline, reckoned once.
-        match self.deadline_of(started) {
-            Some(deadline) => (deadline.min(until), deadline),
-            None => (until, now + FAR),
         }
     }
 
