@@ -35,6 +35,7 @@ use zaris_core::slot_for_key;
 use zaris_sim::churn::SimCluster;
 use zaris_sim::model::{Model, HOST};
 use zaris_sim::run::simulation;
+use zaris_tests::scenario::arrivals;
 use zaris_tests::soak::Churn;
 
 const FINAL_SYNC: Duration = Duration::from_secs(5);
@@ -156,19 +157,7 @@ async fn drive(model: Rc<RefCell<Model>>) -> Run {
     let arrivals = {
         let (incr, stop) = (incr.clone(), stop.clone());
         tokio::spawn(async move {
-            let mut sent = Vec::new();
-            let mut tick = tokio::time::interval(Duration::from_millis(10));
-            for i in 0.. {
-                tick.tick().await;
-                if stop.load(Ordering::Acquire) {
-                    break;
-                }
-                sent.push(tokio::spawn(incr(others[i % others.len()].clone())));
-            }
-            let mut done = Vec::new();
-            for write in sent {
-                done.push(write.await.expect("a write"));
-            }
+            let done = arrivals(Duration::from_millis(10), &others, &stop, incr).await;
             (others, done)
         })
     };

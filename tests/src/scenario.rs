@@ -1,7 +1,8 @@
 //! Shapes several client tests share, written once: a client on a cluster
 //! ([`crate::cluster::Cluster::client`]), clusters started one at a time,
 //! a lone request to a node that does not answer, a writer through a
-//! failover, readers that time every `GET`.
+//! failover, readers that time every `GET`, writes that arrive on their
+//! own.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -142,4 +143,35 @@ pub async fn read_until(
         }
     }
     latencies
+}
+
+/// Writes that arrive on their own, as requests come to a server: one
+/// every `every`, whatever the others wait for, `write(key)` of each of
+/// `keys` in turn, until `stop`. What each came to, in the order sent.
+/// (Run on a tokio runtime: each write is a task of its own.)
+pub async fn arrivals<W, F, T>(
+    every: Duration,
+    keys: &[String],
+    stop: &AtomicBool,
+    write: W,
+) -> Vec<T>
+where
+    W: Fn(String) -> F,
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut sent = Vec::new();
+    let mut tick = tokio::time::interval(every);
+    for i in 0.. {
+        tick.tick().await;
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        sent.push(tokio::spawn(write(keys[i % keys.len()].clone())));
+    }
+    let mut done = Vec::with_capacity(sent.len());
+    for write in sent {
+        done.push(write.await.expect("an arriving write"));
+    }
+    done
 }

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use zaris_client::Client;
 use zaris_core::slot_for_key;
 use zaris_tests::cluster::Cluster;
+use zaris_tests::scenario::arrivals;
 use zaris_tests::{each_server, runtime};
 
 const TASKS: usize = 4;
@@ -254,20 +255,10 @@ fn under(server: &str, churn: Churn) -> Run {
             acknowledged.clone(),
         );
         rt.spawn(async move {
-            let mut sent = Vec::new();
-            let mut tick = tokio::time::interval(Duration::from_millis(10));
-            for i in 0.. {
-                tick.tick().await;
-                if stop.load(Ordering::Acquire) {
-                    break;
-                }
-                let (client, key, errors, acknowledged) = (
-                    client.clone(),
-                    keys[i % keys.len()].clone(),
-                    errors.clone(),
-                    acknowledged.clone(),
-                );
-                sent.push(tokio::spawn(async move {
+            let incr = |key: String| {
+                let (client, errors, acknowledged) =
+                    (client.clone(), errors.clone(), acknowledged.clone());
+                async move {
                     let started = Instant::now();
                     match client.cmd(&["INCR", key.as_str()]).await {
                         Ok(_) => {
@@ -276,13 +267,10 @@ fn under(server: &str, churn: Churn) -> Run {
                         Err(e) => errors.lock().unwrap().push(format!("INCR: {e}")),
                     }
                     started.elapsed()
-                }));
-            }
-            let mut longest = Duration::ZERO;
-            for write in sent {
-                longest = longest.max(write.await.unwrap());
-            }
-            longest
+                }
+            };
+            let done = arrivals(Duration::from_millis(10), &keys, &stop, incr).await;
+            done.into_iter().max().unwrap_or_default()
         })
     };
 

@@ -128,6 +128,7 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// Request `index` of a call, not sent yet.
+    #[inline]
     pub(super) fn new(index: usize) -> Self {
         Self {
             index,

@@ -30,6 +30,7 @@ pub(super) struct Round<'a, R: ?Sized> {
 
 impl<'a, R: Requests + ?Sized> Round<'a, R> {
     /// The first round of a call of `requests`, starting now.
+    #[inline]
     pub(super) fn new(inner: &'a Arc<Inner>, requests: &'a R) -> Self {
         let started = Instant::now();
         Self {

@@ -78,8 +78,16 @@ impl Inner {
         while !round.in_flight.is_empty() {
             let mut left = Left::default();
             let shares = round.shares(&mut left.failed, &mut left.unroutable);
-            let sent = round.send(&shares).await;
-            for (share, replies) in shares.iter().zip(sent) {
+            // One share (a single command, a pipeline to one node) is
+            // awaited as it is: `join_all` would put it in a vector on the
+            // heap, and move it there, for nothing to join.
+            let mut sent: SmallVec<[_; 1]> = match &shares[..] {
+                [share] => smallvec::smallvec![round.send_share(share).await],
+                _ => join_all(shares.iter().map(|share| round.send_share(share)))
+                    .await
+                    .into(),
+            };
+            for (share, replies) in shares.iter().zip(&mut sent) {
                 round.judge(share, replies, &mut left, &mut deliver);
             }
             if left.failed.is_empty() && left.unroutable.is_empty() {
@@ -182,31 +190,19 @@ impl Inner {
 }
 
 impl<R: Requests + ?Sized> Round<'_, R> {
-    /// Every share sent, each in one write; their replies, in order.
-    async fn send(&self, shares: &[Share]) -> SmallVec<[Result<Frames, ConnError>; 1]> {
-        // One share (a single command, a pipeline to one node) is awaited
-        // as it is: `join_all` would put it in a vector on the heap, and
-        // move it there, for nothing to join.
-        match shares {
-            [share] => smallvec::smallvec![self.send_share(share).await],
-            _ => join_all(shares.iter().map(|share| self.send_share(share)))
-                .await
-                .into(),
-        }
-    }
-
     /// What `share`'s replies come to, member by member: an answer (or a
     /// final error) delivered, or a failure or a wait left for the next
     /// round.
+    #[inline]
     fn judge(
         &mut self,
         share: &Share,
-        replies: Result<Frames, ConnError>,
+        replies: &mut Result<Frames, ConnError>,
         left: &mut Left,
         deliver: &mut impl FnMut(usize, Result<&mut [Frame], Error>),
     ) {
         let (inner, requests) = (self.inner, self.requests);
-        let mut frames = match replies {
+        let frames = match replies {
             Ok(frames) => frames,
             Err(e) => {
                 for &(at, _) in &share.members {
