@@ -89,7 +89,7 @@ impl Client {
         let inner = Arc::new(Inner::new(seeds, config));
         inner.load_map(None).await?;
         tokio::spawn(poll(Arc::downgrade(&inner)));
-        if inner.cache.is_some() {
+        if inner.cache().is_some() {
             tokio::spawn(crate::lease::check_leases(Arc::downgrade(&inner)));
         }
         Ok(Client { inner })
@@ -102,7 +102,7 @@ impl Client {
     /// stop, or a server error surfaced at once.
     pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
         let key = key.as_ref();
-        if self.inner.cache.is_some() {
+        if self.inner.cache().is_some() {
             // Through the cache, as every cacheable read goes.
             let args: [&[u8]; 2] = [b"GET", key];
             return match self.inner.cmd(&args).await? {
@@ -202,7 +202,7 @@ impl Client {
             marker.push(b'{');
             marker.extend_from_slice(tag);
             marker.extend_from_slice(
-                format!("}}zaris:incr:{:016x}:{seq}", self.inner.marker_prefix).as_bytes(),
+                format!("}}zaris:incr:{:016x}:{seq}", self.inner.marker_prefix()).as_bytes(),
             );
             let args: [&[u8]; 7] = [
                 b"EVAL",
@@ -375,14 +375,14 @@ impl Client {
     /// The map is diffed only while someone listens.
     #[must_use]
     pub fn ownership_changes(&self) -> OwnershipChanges {
-        self.inner.announcer.subscribe()
+        self.inner.announcer().subscribe()
     }
 
     /// The current map as ranges of slots, each with its owner and the
     /// owner's replicas, in slot order (unassigned slots left out).
     #[must_use]
     pub fn slot_ranges(&self) -> Vec<SlotRange> {
-        let snapshot = self.inner.snapshot.load();
+        let snapshot = self.inner.map();
         snapshot
             .table
             .runs()
@@ -403,7 +403,7 @@ impl Client {
     /// The address of the node the current map says owns `key`.
     #[must_use]
     pub fn owner_of(&self, key: impl AsRef<[u8]>) -> Option<String> {
-        let snapshot = self.inner.snapshot.load();
+        let snapshot = self.inner.map();
         snapshot
             .owner_of_slot(slot_for_key(key.as_ref()))
             .ok()
@@ -414,8 +414,7 @@ impl Client {
     #[must_use]
     pub fn owners(&self) -> Vec<String> {
         self.inner
-            .snapshot
-            .load()
+            .map()
             .active_owners()
             .iter()
             .map(|n| n.addr.to_string())
@@ -425,7 +424,7 @@ impl Client {
     /// Refreshes the map now (coalesced with any refresh in flight; a no-op
     /// within the minimum interval of the last one, 500 ms by default).
     pub async fn refresh_map(&self) {
-        let wait = self.inner.config.refresh_wait;
+        let wait = self.inner.config().refresh_wait;
         self.inner.refresh(RefreshCause::Requested, wait).await;
     }
 
@@ -436,7 +435,7 @@ impl Client {
     pub fn in_flight_per_node(&self) -> Vec<(String, usize)> {
         let mut nodes: Vec<(String, usize)> = self
             .inner
-            .registry
+            .registry()
             .all()
             .iter()
             .map(|n| (n.addr.to_string(), n.in_flight()))
@@ -449,8 +448,8 @@ impl Client {
     /// The counters so far.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        let mut stats = self.inner.counters.snapshot();
-        for node in self.inner.registry.all() {
+        let mut stats = self.inner.counters().snapshot();
+        for node in self.inner.registry().all() {
             stats.nodes_opened += node.times_opened();
             stats.reconnect_backoffs += node.backoffs();
             let (held, reads, writes) = node.side.counts();
@@ -458,7 +457,7 @@ impl Client {
             stats.reads_moved += reads;
             stats.writes_moved += writes;
         }
-        if let Some(cache) = &self.inner.cache {
+        if let Some(cache) = self.inner.cache() {
             let get =
                 |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
             stats.cache_hits = get(&cache.counters.hits);
@@ -473,7 +472,7 @@ impl Client {
     /// (at most `CacheConfig::max_bytes`); 0 without a cache.
     #[must_use]
     pub fn cache_bytes(&self) -> u64 {
-        self.inner.cache.as_ref().map_or(0, |c| c.bytes())
+        self.inner.cache().map_or(0, |c| c.bytes())
     }
 
     /// Sends a fresh `AUTH`, with what the credentials provider returns
@@ -489,7 +488,7 @@ impl Client {
     /// provider's error). A connection that broke meanwhile is left to
     /// reconnect.
     pub async fn reauthenticate(&self) -> Result<(), Error> {
-        let options = &self.inner.config.conn;
+        let options = &self.inner.config().conn;
         let Some(source) = &options.credentials else {
             return Ok(());
         };
@@ -497,8 +496,8 @@ impl Client {
             node: "(none: the provider failed)".into(),
             detail: format!("the credentials provider: {why}"),
         })?;
-        let timeout = self.inner.config.attempt_timeout;
-        let nodes = self.inner.registry.all();
+        let timeout = self.inner.config().attempt_timeout;
+        let nodes = self.inner.registry().all();
         let sent = nodes.iter().filter_map(|node| {
             node.drop_spares();
             let conn = node.live()?;

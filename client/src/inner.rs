@@ -14,7 +14,7 @@ use crate::cache::Cache;
 use crate::codec::{encode_into, room_for, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
-use crate::ownership::Announcer;
+use crate::ownership::{Announcer, Revealed};
 use crate::pool::Registry;
 use crate::reply::integer;
 use crate::route::Packed;
@@ -22,24 +22,26 @@ use crate::snapshot::Snapshot;
 use crate::stats::Counters;
 use crate::Error;
 
-/// What every clone of a client shares.
+/// What every clone of a client shares. Its fields are its own: each job
+/// reaches what it needs through the accessors below, and the map
+/// changes only through [`Inner::publish`].
 pub(crate) struct Inner {
-    pub(crate) config: Config,
-    pub(crate) snapshot: ArcSwap<Snapshot>,
-    pub(crate) registry: Registry,
-    pub(crate) seeds: Vec<String>,
-    pub(crate) gate: Arc<Gate>,
-    pub(crate) redirects: Redirects,
-    pub(crate) counters: Counters,
+    config: Config,
+    snapshot: ArcSwap<Snapshot>,
+    registry: Registry,
+    seeds: Vec<String>,
+    gate: Arc<Gate>,
+    redirects: Redirects,
+    counters: Counters,
     /// Distinguishes this client's request markers (`incr_by`).
-    pub(crate) marker_prefix: u64,
+    marker_prefix: u64,
     marker_seq: AtomicU64,
     /// Spreads keyless commands over the slots, so over the masters.
-    pub(crate) next_any: AtomicUsize,
+    next_any: AtomicUsize,
     /// Tells `Client::ownership_changes` listeners of each map change.
-    pub(crate) announcer: Announcer,
+    announcer: Announcer,
     /// The client cache, when asked for.
-    pub(crate) cache: Option<Arc<Cache>>,
+    cache: Option<Arc<Cache>>,
     /// Held from a swap of `snapshot` to its announcement, so that
     /// listeners hear the changes in the order they were made: a `MOVED`
     /// hint applied by a caller on one worker and a refresh on the other
@@ -78,18 +80,102 @@ impl Inner {
         }
     }
 
+    /// Its settings.
+    #[inline]
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The map as it stands (one atomic load, no lock).
+    #[inline]
+    pub(crate) fn map(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.snapshot.load()
+    }
+
+    /// The map as it stands, to keep.
+    pub(crate) fn map_full(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Every node the client has heard of.
+    #[inline]
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The addresses it was given to start from.
+    pub(crate) fn seeds(&self) -> &[String] {
+        &self.seeds
+    }
+
+    /// The refresh's gate: single flight and the interval.
+    pub(crate) fn gate(&self) -> &Arc<Gate> {
+        &self.gate
+    }
+
+    /// The `MOVED` redirects seen lately, to tell a loop.
+    pub(crate) fn redirects(&self) -> &Redirects {
+        &self.redirects
+    }
+
+    /// What it counts (`Client::stats`).
+    #[inline]
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// What sets this client's request markers apart from others'.
+    pub(crate) fn marker_prefix(&self) -> u64 {
+        self.marker_prefix
+    }
+
+    /// The next turn of the keyless commands' spread over the slots.
+    #[inline]
+    pub(crate) fn next_turn(&self) -> usize {
+        self.next_any.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Where `Client::ownership_changes` listeners subscribe.
+    pub(crate) fn announcer(&self) -> &Announcer {
+        &self.announcer
+    }
+
+    /// The client cache, when asked for.
+    #[inline]
+    pub(crate) fn cache(&self) -> Option<&Arc<Cache>> {
+        self.cache.as_ref()
+    }
+
     /// The right to swap the map and announce the change
-    /// ([`Self::publishing`]).
+    /// ([`Self::publish`]).
     pub(crate) fn publishing(&self) -> MutexGuard<'_, ()> {
         self.publishing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Makes `next` the map, holding the right to ([`Self::publishing`]):
+    /// the cache follows the slots it moves, and listeners hear of the
+    /// change (`revealed`: how; `None`, the first map, tells nobody).
+    /// The map it replaced.
+    pub(crate) fn publish(
+        &self,
+        _publishing: &MutexGuard<'_, ()>,
+        next: Arc<Snapshot>,
+        revealed: Option<Revealed>,
+    ) -> Arc<Snapshot> {
+        let previous = self.snapshot.swap(next.clone());
+        self.cache_follows(&previous, &next);
+        if let Some(revealed) = revealed {
+            self.announcer.announce(&previous, &next, revealed);
+        }
+        previous
+    }
+
     /// The client cache drops the entries of every slot `next` gives
     /// another owner than `previous` (a slot moved away and back between
     /// two maps is caught by the owner's check, which finds it unclaimed).
-    pub(crate) fn cache_follows(&self, previous: &Snapshot, next: &Snapshot) {
+    fn cache_follows(&self, previous: &Snapshot, next: &Snapshot) {
         let Some(cache) = &self.cache else {
             return;
         };

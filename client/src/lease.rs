@@ -22,7 +22,7 @@ use crate::stats::RefreshCause;
 pub(crate) async fn check_leases(inner: Weak<Inner>) {
     let Some(lease) = inner
         .upgrade()
-        .and_then(|i| i.cache.as_ref().map(|c| c.config.lease))
+        .and_then(|i| i.cache().map(|c| c.config.lease))
     else {
         return;
     };
@@ -34,19 +34,19 @@ pub(crate) async fn check_leases(inner: Weak<Inner>) {
     loop {
         ticks.tick().await;
         let Some(inner) = inner.upgrade() else { return };
-        let Some(cache) = inner.cache.clone() else {
+        let Some(cache) = inner.cache() else {
             return;
         };
         for (addr, asked_at) in cache.checks_due() {
             let inner = inner.clone();
             tokio::spawn(async move {
                 let verdict = inner.check(&addr, lease).await;
-                let Some(cache) = &inner.cache else { return };
-                let snapshot = inner.snapshot.load();
+                let Some(cache) = inner.cache() else { return };
+                let snapshot = inner.map();
                 let mine = snapshot.ranges_of(&addr);
                 let lost = cache.checked(&addr, asked_at, verdict, mine);
                 if !lost.is_empty() {
-                    let wait = inner.config.refresh_wait;
+                    let wait = inner.config().refresh_wait;
                     inner.refresh(RefreshCause::Failure, wait).await;
                 }
             });
@@ -57,7 +57,7 @@ pub(crate) async fn check_leases(inner: Weak<Inner>) {
 impl Inner {
     /// One check of the node at `addr`, answered within `lease` or failed.
     async fn check(self: &Arc<Self>, addr: &str, lease: Duration) -> Result<Checked, String> {
-        let node = self.registry.node(addr);
+        let node = self.registry().node(addr);
         let bytes = encode(&[&[b"CLUSTER", b"INFO"], &[b"CLUSTER", b"NODES"]]);
         let asked = self.execute(Route::Node(node), Packed::new("CLUSTER", bytes, 2));
         match tokio::time::timeout(lease, asked).await {

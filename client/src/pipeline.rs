@@ -251,7 +251,7 @@ impl Pipeline {
             return;
         }
         for _ in &missing {
-            Counters::bump(&self.inner.counters.noscript_fallbacks);
+            Counters::bump(&self.inner.counters().noscript_fallbacks);
         }
         let mut again = self.client().pipeline();
         for (_, command) in &missing {

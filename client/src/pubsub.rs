@@ -221,7 +221,7 @@ impl Client {
         };
         let deadline = self
             .inner
-            .config
+            .config()
             .policy
             .deadline
             .map(|d| Instant::now() + d);
@@ -511,7 +511,7 @@ impl Subscriber {
                 .refresh(RefreshCause::Failure, REFRESH_WAIT)
                 .await;
         }
-        let snapshot = self.inner.snapshot.load_full();
+        let snapshot = self.inner.map_full();
         let mut wanted: Vec<(Arc<str>, u16, Kind, Vec<usize>)> = Vec::new();
         let mut leave: Vec<(Arc<str>, Kind, Bytes)> = Vec::new();
         let now = Instant::now();
@@ -592,8 +592,8 @@ impl Subscriber {
                 return Ok(node.commands.clone());
             }
         }
-        let options = &self.inner.config.conn;
-        let stream = open(addr, self.inner.config.attempt_timeout, options)
+        let options = &self.inner.config().conn;
+        let stream = open(addr, self.inner.config().attempt_timeout, options)
             .await
             .map_err(|e| lost_connection(addr, &e))?;
         let (commands, queue) = mpsc::unbounded_channel();

@@ -55,16 +55,13 @@ impl Inner {
     /// paid.
     pub(crate) fn push(&self, first: u16, last: u16, addr: &str, revealed: Revealed) -> u16 {
         // Every swap holds it: the map cannot change under the patch.
-        let _publishing = self.publishing();
-        let current = self.snapshot.load_full();
-        let Some((next, changed)) = current.with_change(first, last, addr, &self.registry) else {
+        let publishing = self.publishing();
+        let current = self.map_full();
+        let Some((next, changed)) = current.with_change(first, last, addr, self.registry()) else {
             return 0;
         };
-        let next = Arc::new(next);
-        self.snapshot.store(next.clone());
-        self.cache_follows(&current, &next);
-        self.announcer.announce(&current, &next, revealed);
-        Counters::bump(&self.counters.pushes_applied);
+        self.publish(&publishing, Arc::new(next), Some(revealed));
+        Counters::bump(&self.counters().pushes_applied);
         tracing::debug!(first, last, addr, changed, "ownership change applied");
         changed
     }
@@ -79,14 +76,14 @@ impl Inner {
         // A redirect loop seen meanwhile is why this refresh matters. Only
         // the refresh that runs answers it: a debounced one leaves the loop
         // to the next.
-        let cause = if self.redirects.looped() {
+        let cause = if self.redirects().looped() {
             RefreshCause::RedirectLoop
         } else {
             cause
         };
-        self.gate
-            .refresh(&self.counters, cause, wait, move || {
-                inner.redirects.take_loop();
+        self.gate()
+            .refresh(self.counters(), cause, wait, move || {
+                inner.redirects().take_loop();
                 async move {
                     let _ = inner.load_map(Some(cause)).await;
                 }
@@ -104,7 +101,7 @@ impl Inner {
         not_before: Instant,
         not_after: Option<Instant>,
     ) -> Refreshed {
-        let next = self.gate.next_allowed().max(not_before);
+        let next = self.gate().next_allowed().max(not_before);
         let at = not_after.map_or(next, |latest| next.min(latest));
         tokio::time::sleep_until(at).await;
         self.refresh(cause, wait).await
@@ -118,16 +115,16 @@ impl Inner {
     pub(crate) async fn load_map(&self, cause: Option<RefreshCause>) -> Result<(), Error> {
         let span = tracing::info_span!("zaris.refresh");
         async {
-            let mut candidates = self.snapshot.load().active_owners();
-            let seeds = self.seeds.iter().map(|s| self.registry.node(s));
-            for node in self.registry.all().into_iter().chain(seeds) {
+            let mut candidates = self.map().active_owners();
+            let seeds = self.seeds().iter().map(|s| self.registry().node(s));
+            for node in self.registry().all().into_iter().chain(seeds) {
                 if !candidates.iter().any(|c| Arc::ptr_eq(c, &node)) {
                     candidates.push(node);
                 }
             }
             // Nodes in a redirect loop, and nodes whose last request timed
             // out (frozen, perhaps), are asked last.
-            let suspects = self.redirects.suspects();
+            let suspects = self.redirects().suspects();
             candidates.sort_by_key(|n| n.unanswered() || suspects.iter().any(|s| **s == *n.addr));
             let mut tried = Vec::new();
             let mut tls_failures = 0;
@@ -158,7 +155,7 @@ impl Inner {
                 if agree < maps.len() {
                     // A map not every node agrees on: the cache trusts
                     // none of what it stored under the last one.
-                    if let Some(cache) = &self.cache {
+                    if let Some(cache) = self.cache() {
                         cache.flush_everything();
                     }
                     tracing::warn!(
@@ -169,21 +166,13 @@ impl Inner {
                     );
                 }
                 let slots = slots_covered(ranges);
-                let next = Arc::new(Snapshot::from_ranges(ranges, &self.registry));
-                {
-                    let _publishing = self.publishing();
-                    let previous = self.snapshot.swap(next.clone());
-                    self.cache_follows(&previous, &next);
-                    if let Some(cause) = cause {
-                        self.announcer
-                            .announce(&previous, &next, Revealed::Refresh(cause));
-                    }
-                }
-                self.redirects.clear_suspects();
+                let next = Arc::new(Snapshot::from_ranges(ranges, self.registry()));
+                self.publish(&self.publishing(), next, cause.map(Revealed::Refresh));
+                self.redirects().clear_suspects();
                 tracing::info!(from = %from, ranges = ranges.len(), slots, agree, "map refreshed");
                 return Ok(());
             }
-            Counters::bump(&self.counters.refreshes_failed);
+            Counters::bump(&self.counters().refreshes_failed);
             tracing::warn!(?tried, "no node answered with a map");
             // Every node refused our TLS: say that, not "unreachable".
             if tls_failures == tried.len() {
@@ -238,8 +227,8 @@ impl Inner {
     /// The map as `node` sees it (`CLUSTER SHARDS`, or `CLUSTER SLOTS`
     /// before Redis 7); a failure as the connection error or in words.
     async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, FetchError> {
-        let timeout = self.config.attempt_timeout;
-        let conn = node.connection(timeout, &self.config.conn).await?;
+        let timeout = self.config().attempt_timeout;
+        let conn = node.connection(timeout, &self.config().conn).await?;
         let conn = &conn;
         let ask = |args: &[&[u8]]| {
             let bytes = encode(&[args]);
@@ -253,8 +242,10 @@ impl Inner {
                 Value::Error(e) => Err(unusable(&e)),
                 reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| unusable(&e)),
             },
-            reply => parse_cluster_shards_over(&reply, &node.addr, self.config.conn.tls.is_some())
-                .map_err(|e| unusable(&e)),
+            reply => {
+                parse_cluster_shards_over(&reply, &node.addr, self.config().conn.tls.is_some())
+                    .map_err(|e| unusable(&e))
+            }
         }
     }
 }
@@ -262,7 +253,7 @@ impl Inner {
 /// The poll of docs/behaviour.md §5: the whole map every interval, until
 /// the client is dropped.
 pub(crate) async fn poll(inner: Weak<Inner>) {
-    let Some(interval) = inner.upgrade().map(|i| i.config.poll_interval) else {
+    let Some(interval) = inner.upgrade().map(|i| i.config().poll_interval) else {
         return;
     };
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
@@ -270,7 +261,7 @@ pub(crate) async fn poll(inner: Weak<Inner>) {
     loop {
         ticks.tick().await;
         let Some(inner) = inner.upgrade() else { return };
-        let wait = inner.config.refresh_wait;
+        let wait = inner.config().refresh_wait;
         inner.refresh(RefreshCause::Poll, wait).await;
     }
 }
@@ -287,7 +278,7 @@ mod tests {
     async fn changes_made_at_once_are_heard_in_the_order_made() {
         let config = Client::builder().resolve().expect("the defaults resolve");
         let inner = Arc::new(Inner::new(Vec::new(), config));
-        let mut changes = inner.announcer.subscribe();
+        let mut changes = inner.announcer().subscribe();
         // Under the listener's backlog (4,096): every change stays to be read.
         const EACH: usize = 2_000;
         let start = Arc::new(std::sync::Barrier::new(2));
@@ -307,7 +298,7 @@ mod tests {
             thread.join().expect("a pushing thread");
         }
         let applied = inner
-            .counters
+            .counters()
             .pushes_applied
             .load(std::sync::atomic::Ordering::Relaxed);
         assert!(applied > 0);
@@ -319,11 +310,7 @@ mod tests {
             owner = change.new_owner;
         }
         assert_eq!(changes.missed(), 0);
-        let now = inner
-            .snapshot
-            .load()
-            .owner_of_slot(0)
-            .map(|n| n.addr.to_string());
+        let now = inner.map().owner_of_slot(0).map(|n| n.addr.to_string());
         assert_eq!(owner, now.ok());
     }
 }

@@ -180,7 +180,7 @@ impl Scanning {
             }
             if let Some((node, slots)) = self.work.pop() {
                 if self.pass > 1 {
-                    Counters::bump(&self.inner.counters.scan_rescans);
+                    Counters::bump(&self.inner.counters().scan_rescans);
                 }
                 match view_of(&self.inner, &node).await {
                     Ok(before) => {
@@ -207,7 +207,7 @@ impl Scanning {
                     }));
                 }
                 // Another pass, on the next map the refresh interval allows.
-                let wait = self.inner.config.refresh_wait;
+                let wait = self.inner.config().refresh_wait;
                 self.inner
                     .refresh_next(RefreshCause::Requested, wait, Instant::now(), None)
                     .await;
@@ -255,7 +255,7 @@ async fn step(
 
 /// The slots the map assigns and `covered` lacks, by owner.
 fn owners_of_uncovered(inner: &Inner, covered: &SlotSet) -> Vec<(Arc<Node>, SlotSet)> {
-    let snapshot = inner.snapshot.load();
+    let snapshot = inner.map();
     let mut work: Vec<(Arc<Node>, SlotSet)> = Vec::new();
     for slot in 0..SLOT_COUNT {
         if covered.contains(slot) {
@@ -281,7 +281,7 @@ fn owners_of_uncovered(inner: &Inner, covered: &SlotSet) -> Vec<(Arc<Node>, Slot
 /// the scan that, not the whole retry budget; its slots go again next pass,
 /// on their new owner. (A read: giving up on it loses nothing.)
 async fn on_node(inner: &Arc<Inner>, node: &Arc<Node>, command: Packed) -> Result<Replies, Error> {
-    let bound = inner.config.attempt_timeout + Duration::from_secs(1);
+    let bound = inner.config().attempt_timeout + Duration::from_secs(1);
     match tokio::time::timeout(bound, inner.execute(Route::Node(node.clone()), command)).await {
         Ok(replies) => replies,
         Err(_) => Err(Error::Transport {

@@ -100,7 +100,7 @@ impl Client {
         if !is_noscript(&result) {
             return result;
         }
-        Counters::bump(&self.inner.counters.noscript_fallbacks);
+        Counters::bump(&self.inner.counters().noscript_fallbacks);
         tracing::debug!(sha = script.sha(), "NOSCRIPT: sending the script itself");
         self.cmd(&script.command(true, keys, args)).await
     }

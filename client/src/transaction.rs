@@ -103,7 +103,7 @@ impl Client {
         let started = Instant::now();
         let mut state = Retrying::new(inner);
         loop {
-            let timeout = state.attempt_timeout(inner.config.attempt_timeout);
+            let timeout = state.attempt_timeout(inner.config().attempt_timeout);
             // A connection of its own: the watch is the connection's state.
             let Some((node, conn)) = attempt_on(inner, &mut state, slot, timeout, true).await?
             else {
@@ -159,7 +159,7 @@ impl Client {
                 Ran::WatchedChanged => {
                     // Someone else wrote first: read again and retry. Bounded
                     // by the deadline only; conflicts are not churn.
-                    Counters::bump(&inner.counters.watch_conflicts);
+                    Counters::bump(&inner.counters().watch_conflicts);
                     if state.deadline_passed() {
                         tracing::debug!(elapsed = ?started.elapsed(), "watched keys kept changing");
                         return Err(Error::Conflict {
@@ -249,7 +249,7 @@ impl Transaction {
         let slot = transaction_slot(&refs, None)?.unwrap_or(0);
         let mut state = Retrying::new(inner);
         loop {
-            let timeout = state.attempt_timeout(inner.config.attempt_timeout);
+            let timeout = state.attempt_timeout(inner.config().attempt_timeout);
             let Some((node, conn)) = attempt_on(inner, &mut state, slot, timeout, false).await?
             else {
                 continue;
@@ -283,18 +283,18 @@ async fn attempt_on(
     if inner.waited_for_owner(state, slot).await {
         return Ok(None);
     }
-    let node = match inner.snapshot.load().owner_of_slot(slot) {
+    let node = match inner.map().owner_of_slot(slot) {
         Ok(node) => node.clone(),
         Err(e) => {
             inner.after_failure(state, route_failure(&e)).await?;
             return Ok(None);
         }
     };
-    Counters::bump(&inner.counters.attempts);
+    Counters::bump(&inner.counters().attempts);
     let conn = if dedicated {
-        node.dedicated(timeout, &inner.config.conn).await
+        node.dedicated(timeout, &inner.config().conn).await
     } else {
-        node.connection(timeout, &inner.config.conn).await
+        node.connection(timeout, &inner.config().conn).await
     };
     match conn {
         Ok(conn) => Ok(Some((node, conn))),

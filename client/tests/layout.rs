@@ -255,6 +255,34 @@ fn a_call_back_into_a_spread_file_is_a_cycle() {
 }
 
 #[test]
+fn the_shared_state_keeps_its_fields() {
+    // `Inner`'s fields are private: each job reaches the state through
+    // its accessors, and the map changes only through `Inner::publish`
+    // (no other file can reach the `ArcSwap` to swap it).
+    let client = client();
+    let code = &client.files["inner"];
+    let start = code
+        .find("pub(crate) struct Inner {")
+        .expect("Inner in inner.rs");
+    let body = &code[start..start + code[start..].find('}').expect("its end")];
+    let fields: Vec<&str> = body
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(fields.len() > 10, "{fields:?}");
+    let open: Vec<&&str> = fields
+        .iter()
+        .filter(|f| f.starts_with("pub ") || f.starts_with("pub("))
+        .collect();
+    assert!(
+        open.is_empty(),
+        "fields of Inner open to other files: {open:?}"
+    );
+}
+
+#[test]
 fn the_code_map_names_every_file() {
     let map =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md"))

@@ -164,21 +164,13 @@ mod tests {
         // Open or refusing: the full interval, whatever the draw.
         assert_eq!(probe_interval(0, 0), OWNER_PROBE_INTERVAL);
         assert_eq!(probe_interval(0, u64::MAX), OWNER_PROBE_INTERVAL);
-        // Down: doubling from the reconnect base to the interval.
-        let full: [Duration; 8] = core::array::from_fn(|n| probe_interval(n as u32 + 1, 0));
-        assert_eq!(
-            full,
-            [
-                MS(10),
-                MS(20),
-                MS(40),
-                MS(80),
-                MS(160),
-                MS(320),
-                MS(500),
-                MS(500)
-            ]
-        );
+        // Down: the reconnects' backoff, draw for draw (10 ms doubling to
+        // the interval, less up to half).
+        for random in [0, 1, 99, u64::MAX] {
+            for n in 1..12 {
+                assert_eq!(probe_interval(n, random), reconnect_delay(n, random));
+            }
+        }
         // The first second of a long outage costs seven probes, not two.
         let mut at = Duration::ZERO;
         let mut probes = 0;

@@ -90,7 +90,7 @@ impl Client {
         if command_has_keys(&args) {
             return Err(keys_have_one_owner(&args));
         }
-        let Some(node) = self.inner.registry.known(node) else {
+        let Some(node) = self.inner.registry().known(node) else {
             return Err(Error::Config(format!(
                 "{node} is not a node of this cluster (neither a seed nor in the map)"
             )));

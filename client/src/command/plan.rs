@@ -2,8 +2,6 @@
 //! would change a shared connection), to one slot's owner, split by slot,
 //! or to every master; and the requests it takes.
 
-use std::sync::atomic::Ordering;
-
 use bytes::{Bytes, BytesMut};
 use zaris_core::{
     cacheable, command_info, command_keys, command_route, slot_for_key, Cacheable, CommandError,
@@ -213,7 +211,7 @@ impl Inner {
         match command_route(args) {
             Ok((Target::Slot(slot), info)) => Ok((Plan::Slot(slot), info)),
             Ok((Target::AnyNode, info)) => {
-                let turn = self.next_any.fetch_add(1, Ordering::Relaxed);
+                let turn = self.next_turn();
                 // Step through the slots a master's share at a time.
                 let slot = ((turn * 5461) % usize::from(SLOT_COUNT)) as u16;
                 Ok((Plan::Slot(slot), info))
@@ -308,7 +306,7 @@ impl Inner {
         let mut bytes = room_for(args);
         let encoded = self.encode_command(&mut bytes, args, info);
         let cached = self
-            .cache
+            .cache()
             .as_ref()
             .filter(|_| matches!(route, Route::Slot(_)))
             .and_then(|_| cached_as(args, info));
@@ -345,7 +343,7 @@ impl Inner {
     /// `args` for every master of the map; with no map yet, one request
     /// the retry machine routes once it has found one.
     pub(super) fn master_parts(&self, args: &[&[u8]], info: CommandInfo) -> Vec<Part> {
-        let owners = self.snapshot.load().active_owners();
+        let owners = self.map().active_owners();
         if owners.is_empty() {
             return vec![self.part(Route::Slot(0), args, info)];
         }

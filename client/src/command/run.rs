@@ -20,7 +20,7 @@ impl Inner {
     /// Runs `parts` together (each node's share in one write) and returns
     /// each part's answer, in order.
     pub(crate) async fn run_parts(self: &Arc<Self>, parts: &[Part]) -> Vec<Result<Value, Error>> {
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache() {
             if parts.iter().any(|p| p.cached.is_some()) {
                 return self.run_parts_cached(parts, cache).await;
             }
@@ -51,7 +51,7 @@ impl Inner {
         let mut answers: Vec<Option<Result<Value, Error>>> = parts.iter().map(|_| None).collect();
         let mut misses = Vec::new();
         {
-            let snapshot = self.snapshot.load();
+            let snapshot = self.map();
             for (i, part) in parts.iter().enumerate() {
                 let hit = match (&part.cached, &part.route) {
                     (Some(cached), Route::Slot(slot)) => snapshot
@@ -158,8 +158,7 @@ impl Inner {
                 let addr = match &part.route {
                     Route::Node(node) => node.addr.to_string(),
                     Route::Slot(slot) => self
-                        .snapshot
-                        .load()
+                        .map()
                         .owner_of_slot(*slot)
                         .map_or_else(|_| String::new(), |n| n.addr.to_string()),
                 };

@@ -36,7 +36,7 @@ impl Retrying {
     /// A request of a call whose deadline is `deadline`.
     pub(super) fn until(inner: &Inner, deadline: Option<Instant>) -> Self {
         Self {
-            retries: RetryLoop::new(inner.config.policy),
+            retries: RetryLoop::new(inner.config().policy),
             deadline,
             ask: None,
             waiting_since: None,
@@ -69,7 +69,7 @@ impl Retrying {
 /// shares it, as they started together, and a retry's state counts from
 /// then too.
 pub(super) fn deadline_of(inner: &Inner, started: Instant) -> Option<Instant> {
-    inner.config.policy.deadline.map(|d| started + d)
+    inner.config().policy.deadline.map(|d| started + d)
 }
 
 /// What a round of failures asks of the next: a map refresh (waiting at
@@ -159,24 +159,24 @@ impl Inner {
         deadline: Option<Instant>,
     ) -> Option<Instant> {
         // Retries disabled: the caller wants the raw outcome, not a wait.
-        if self.config.policy.attempt_budget() <= 1 {
+        if self.config().policy.attempt_budget() <= 1 {
             return None;
         }
         let now = Instant::now();
         let since = match since {
             Some(since) => *since,
             None => {
-                Counters::bump(&self.counters.owner_waits);
+                Counters::bump(&self.counters().owner_waits);
                 *since.insert(now)
             }
         };
         // The core's rule, on a clock from when the wait began.
         let at = |t: Instant| t.saturating_duration_since(since);
         let until = owner_wait_until(
-            &self.config.policy,
+            &self.config().policy,
             Duration::ZERO,
             at(now),
-            self.config.refresh_wait,
+            self.config().refresh_wait,
             deadline.map(at),
         )?;
         Some(since + until)
@@ -235,18 +235,18 @@ impl Inner {
                 detail,
             )),
             Decision::FollowAsk => {
-                Counters::bump(&self.counters.ask_redirects);
+                Counters::bump(&self.counters().ask_redirects);
                 metrics::redirect("ask");
                 Ok(Wait::default())
             }
             Decision::Retry { refresh_map, delay } => {
                 match outcome {
                     Outcome::Status(status) => {
-                        self.counters.retried(status);
+                        self.counters().retried(status);
                         metrics::retry(status.name());
                     }
                     _ => {
-                        Counters::bump(&self.counters.retries_after_transport_failure);
+                        Counters::bump(&self.counters().retries_after_transport_failure);
                         metrics::retry("transport");
                     }
                 }
@@ -258,9 +258,11 @@ impl Inner {
                     RefreshCause::Failure
                 };
                 let refresh_wait = refresh_map.then(|| {
-                    let wait = state.remaining().map_or(self.config.refresh_wait, |left| {
-                        left.min(self.config.refresh_wait)
-                    });
+                    let wait = state
+                        .remaining()
+                        .map_or(self.config().refresh_wait, |left| {
+                            left.min(self.config().refresh_wait)
+                        });
                     (wait, cause)
                 });
                 let until = failed_at + delay;

@@ -107,7 +107,7 @@ impl Inner {
         state: &mut Retrying,
         slot: u16,
     ) -> bool {
-        let routable = match self.snapshot.load().owner_of_slot(slot) {
+        let routable = match self.map().owner_of_slot(slot) {
             Ok(owner) => owner.may_send(),
             Err(RouteError::Unavailable { .. }) => false,
             Err(_) => true,
@@ -138,12 +138,12 @@ impl Inner {
         loop {
             // Listening before looking: an owner back in between still
             // wakes this wait.
-            let back = self.registry.back().notified();
+            let back = self.registry().back().notified();
             tokio::pin!(back);
             back.as_mut().enable();
             let mut probe_in: Option<Duration> = None;
             let refusing: Vec<Arc<Node>> = {
-                let snapshot = self.snapshot.load();
+                let snapshot = self.map();
                 let mut refusing: Vec<Arc<Node>> = Vec::new();
                 for &(_, slot) in unroutable {
                     match snapshot.owner_of_slot(slot) {
@@ -169,7 +169,7 @@ impl Inner {
             }
             for node in refusing {
                 if node
-                    .probe(self.config.attempt_timeout, &self.config.conn)
+                    .probe(self.config().attempt_timeout, &self.config().conn)
                     .await
                 {
                     return;
@@ -178,7 +178,7 @@ impl Inner {
             let soon = Instant::now() + Duration::from_millis(10);
             let wait = until
                 .saturating_duration_since(Instant::now())
-                .min(self.config.refresh_wait);
+                .min(self.config().refresh_wait);
             let probe_due = Instant::now() + probe_in.unwrap_or(wait);
             tokio::select! {
                 _ = self.refresh_next(RefreshCause::Failure, wait, soon, Some(until)) => {}

@@ -3,7 +3,6 @@
 //! requests in flight and the attempt's time-out; then what the replies
 //! come to ([`Verdict`]).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,8 +75,8 @@ impl<R: Requests + ?Sized> Round<'_, R> {
     ) -> SmallVec<[Share; 1]> {
         let (inner, requests) = (self.inner, self.requests);
         let round = &mut self.in_flight[..];
-        let snapshot = inner.snapshot.load();
-        let read_from = inner.config.read_from;
+        let snapshot = inner.map();
+        let read_from = inner.config().read_from;
         let mut shares: SmallVec<[Share; 1]> = SmallVec::new();
         let count = round.len();
         for (at, in_flight) in round.iter_mut().enumerate() {
@@ -94,7 +93,7 @@ impl<R: Requests + ?Sized> Round<'_, R> {
             let node = match (&asking, requests.route(in_flight.index)) {
                 (Some(node), _) => node,
                 (None, &Route::Slot(slot)) => match if replica_read {
-                    let turn = inner.next_any.fetch_add(1, Ordering::Relaxed);
+                    let turn = inner.next_turn();
                     snapshot.reader_of_slot(slot, read_from, turn)
                 } else {
                     snapshot.owner_of_slot(slot)
@@ -142,7 +141,7 @@ impl<R: Requests + ?Sized> Round<'_, R> {
         // Attempts: every request sent, or failed here for want of an owner.
         let attempted = (round.len() - unroutable.len()) as u64;
         inner
-            .counters
+            .counters()
             .attempts
             .fetch_add(attempted, std::sync::atomic::Ordering::Relaxed);
         shares
@@ -195,7 +194,7 @@ impl<R: Requests + ?Sized> Round<'_, R> {
             tokio::select! {
                 sent = inner.write_share(share, requests, round, (until, last), room) => sent,
                 to = inner.owner_moves(&share.node, &slots) => {
-                    Counters::bump(&inner.counters.attempts_abandoned);
+                    Counters::bump(&inner.counters().attempts_abandoned);
                     tracing::info!(from = %share.node.addr, %to, "stopped waiting on a silent node");
                     Err(ConnError::Superseded(to))
                 }
@@ -215,7 +214,7 @@ impl<R: Requests + ?Sized> Round<'_, R> {
         let limit = if share.dedicated {
             BLOCKING_WITHOUT_DEADLINE
         } else {
-            self.inner.config.attempt_timeout
+            self.inner.config().attempt_timeout
         };
         let until = now + limit.min(FAR);
         // Every member's deadline, reckoned once.
@@ -240,7 +239,7 @@ impl Inner {
         until: Instant,
     ) -> Result<OwnedSemaphorePermit, ConnError> {
         let requests = share.members.len();
-        Counters::bump(&self.counters.node_full_waits);
+        Counters::bump(&self.counters().node_full_waits);
         let full = || {
             format!(
                 "{} holds {} requests in flight, the most allowed",
@@ -271,7 +270,7 @@ impl Inner {
     pub(super) async fn owner_moves(self: &Arc<Self>, node: &Arc<Node>, slots: &[u16]) -> String {
         loop {
             {
-                let snapshot = self.snapshot.load();
+                let snapshot = self.map();
                 // Another owner, or none (the cluster marked it failed).
                 let moved = slots
                     .iter()
@@ -287,8 +286,13 @@ impl Inner {
             // At least 10 ms apart, so that a refresh skipped at the edge of
             // the interval (milliseconds rounded) cannot make this spin.
             let soon = Instant::now() + Duration::from_millis(10);
-            self.refresh_next(RefreshCause::Failure, self.config.refresh_wait, soon, None)
-                .await;
+            self.refresh_next(
+                RefreshCause::Failure,
+                self.config().refresh_wait,
+                soon,
+                None,
+            )
+            .await;
         }
     }
 
@@ -328,27 +332,27 @@ impl Inner {
                 )
                 .await;
         }
-        let slots = share
+        let reads = share
             .members
             .iter()
-            .map(|&(at, _)| requests.route(index(at)).slot());
-        let one_slot = slots
-            .clone()
-            .try_fold(None, |one, slot| match (one, slot) {
-                (_, None) => Err(()),
-                (None, slot) => Ok(slot),
-                (one, slot) if one == slot => Ok(one),
-                _ => Err(()),
-            })
-            .ok()
-            .flatten();
-        let kind = kind(
+            .all(|&(at, _)| requests.read(index(at)));
+        // The one slot of a share's writes (a write lane takes one slot's
+        // writes only); reads go aside whatever their slots.
+        let one_slot = || {
             share
                 .members
                 .iter()
-                .all(|&(at, _)| requests.read(index(at))),
-            one_slot,
-        );
+                .map(|&(at, _)| requests.route(index(at)).slot())
+                .try_fold(None, |one, slot| match (one, slot) {
+                    (_, None) => Err(()),
+                    (None, slot) => Ok(slot),
+                    (one, slot) if one == slot => Ok(one),
+                    _ => Err(()),
+                })
+                .ok()
+                .flatten()
+        };
+        let kind = kind(reads, if reads { None } else { one_slot() });
         let size = share
             .members
             .iter()
@@ -386,8 +390,8 @@ impl Inner {
             Box::pin(async {
                 let timeout = until.saturating_duration_since(Instant::now());
                 // Connecting may not take the whole wait.
-                let connect = timeout.min(self.config.attempt_timeout);
-                let conn = share.node.dedicated(connect, &self.config.conn).await?;
+                let connect = timeout.min(self.config().attempt_timeout);
+                let conn = share.node.dedicated(connect, &self.config().conn).await?;
                 let frames = conn.request_in(bytes, replies, until, None).await?;
                 share.node.give_back(conn);
                 Ok(frames)
@@ -400,7 +404,7 @@ impl Inner {
                     Some(conn) => conn,
                     None => {
                         let timeout = until.saturating_duration_since(Instant::now());
-                        Box::pin(share.node.connection(timeout, &self.config.conn)).await?
+                        Box::pin(share.node.connection(timeout, &self.config().conn)).await?
                     }
                 };
                 match conn.request_as(bytes, replies, until, room, kind).await {
@@ -469,14 +473,14 @@ impl Inner {
         if let WriteConn::Lane(at) = side.place_of(slot) {
             // A lane that cannot be opened: the shared connection after all.
             if let Ok(lane) = side
-                .lane(at, timeout.min(self.config.attempt_timeout))
+                .lane(at, timeout.min(self.config().attempt_timeout))
                 .await
             {
                 side.moved_write();
                 return lane.request_as(bytes, replies, until, None, placed).await;
             }
         }
-        let conn = share.node.connection(timeout, &self.config.conn).await?;
+        let conn = share.node.connection(timeout, &self.config().conn).await?;
         conn.request_as(bytes, replies, until, None, placed).await
     }
 
@@ -489,7 +493,7 @@ impl Inner {
                 node.note_cluster_down(false);
                 // A durable write's WAIT (its last reply) refused.
                 let wait = frames.get(1..).and_then(<[Frame]>::last);
-                match wait.filter(|_| self.config.durability.is_some()) {
+                match wait.filter(|_| self.config().durability.is_some()) {
                     Some(wait) => {
                         wait_failed(wait, &node.addr).map_or(Verdict::Answer, Verdict::Failed)
                     }
@@ -517,7 +521,7 @@ impl Inner {
         match reading {
             Reading::Answer => Verdict::Answer,
             Reading::Moved { slot, to } => Verdict::Failed(self.moved(slot, &node.addr, &to)),
-            Reading::Ask { to, failure } => Verdict::Ask(self.registry.node(&to), failure),
+            Reading::Ask { to, failure } => Verdict::Ask(self.registry().node(&to), failure),
             Reading::Failed(failure) => Verdict::Failed(failure),
             Reading::Fatal(e) => Verdict::Fatal(e),
         }
@@ -528,11 +532,11 @@ impl Inner {
     /// then the hint is not trusted, and the refresh that follows asks the
     /// other nodes first. The failure the retry loop gets.
     pub(crate) fn moved(&self, slot: u16, from: &str, to: &str) -> Failure {
-        Counters::bump(&self.counters.moved_redirects);
+        Counters::bump(&self.counters().moved_redirects);
         metrics::redirect("moved");
-        let looped = self.redirects.note(slot, from, to);
+        let looped = self.redirects().note(slot, from, to);
         if looped {
-            Counters::bump(&self.counters.redirect_loops);
+            Counters::bump(&self.counters().redirect_loops);
             tracing::warn!(slot, from, to, "MOVED loop");
         } else {
             self.push(slot, slot, to, Revealed::Moved);
