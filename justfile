@@ -117,20 +117,22 @@ replay-traces:
     #!/usr/bin/env bash
     set -euo pipefail
     commit=$(git rev-parse --short HEAD)
+    # seed|plant|what it stages (one of the model's counts, which
+    # sim/tests/traces.rs holds it to)|why it is worth a look
     shipped=(
-      "239||every node replaced at new addresses; a new node cannot hear one master for 11.8 s and answers with a partial map, and the client takes the complete one"
-      "1||a BLPOP let go by a manual failover (-UNBLOCKED) blocks again on the new master"
-      "16|map-from-fewer-slots|a planted bug: the client takes the map of a node that has not heard of every master, and the checker catches it"
+      "13||maps given from a partial view|every node replaced at new addresses; a new node deaf to a master answers with a partial map, and the client takes the complete one"
+      "1||blocked commands let go by a demotion|a BLPOP let go by a manual failover (-UNBLOCKED) blocks again on the new master"
+      "13|map-from-fewer-slots|maps given from a partial view|a planted bug: every node replaced at new addresses, a new node deaf to a master answers with a partial map, the client takes it, and the checker catches it"
     )
     entries=()
     for s in "${shipped[@]}"; do
-      IFS='|' read -r seed plant why <<<"$s"
+      IFS='|' read -r seed plant stages why <<<"$s"
       name="seed-$seed${plant:+-$plant}.jsonl"
       just sim-trace "$seed" "target/sim/$name" ${plant:+--plant "$plant"}
       gzip -9n -c "target/sim/$name" > "web/traces/$name.gz"
-      entries+=("$(node -e 'const [seed, plant, why, commit] = process.argv.slice(1);
-        console.log(JSON.stringify({ seed: Number(seed), ...(plant ? { plant } : {}), why, commit }))' \
-        "$seed" "$plant" "$why" "$commit")")
+      entries+=("$(node -e 'const [seed, plant, stages, why, commit] = process.argv.slice(1);
+        console.log(JSON.stringify({ seed: Number(seed), ...(plant ? { plant } : {}), stages, why, commit }))' \
+        "$seed" "$plant" "$stages" "$why" "$commit")")
     done
     (IFS=,; echo "[${entries[*]}]") | node -e 'console.log(JSON.stringify(JSON.parse(require("fs").readFileSync(0, "utf8")), null, 2))' > web/traces/index.json
     echo "==> web/traces/: ${#shipped[@]} traces at $commit"
