@@ -57,6 +57,7 @@ mod config;
 mod conn;
 mod error;
 mod failure;
+mod function;
 mod gate;
 mod inner;
 mod lease;
@@ -88,6 +89,7 @@ pub use config::{
 };
 pub use conn::Credentials;
 pub use error::Error;
+pub use function::Library;
 pub use ownership::{OwnershipChanges, OwnershipEvent, Revealed};
 pub use pipeline::Pipeline;
 pub use pubsub::{Received, Subscription};

@@ -71,6 +71,7 @@ pub(crate) struct Counters {
     pub owner_waits: AtomicU64,
     pub node_full_waits: AtomicU64,
     pub noscript_fallbacks: AtomicU64,
+    pub function_loads: AtomicU64,
     pub scan_rescans: AtomicU64,
 }
 
@@ -121,6 +122,7 @@ impl Counters {
             owner_waits: get(&self.owner_waits),
             node_full_waits: get(&self.node_full_waits),
             noscript_fallbacks: get(&self.noscript_fallbacks),
+            function_loads: get(&self.function_loads),
             scan_rescans: get(&self.scan_rescans),
             // The nodes count these two, the cache its own (Client::stats
             // adds them up).
@@ -183,6 +185,9 @@ pub struct Stats {
     /// Scripts a node did not have (`NOSCRIPT` to `EVALSHA`), sent again
     /// as their source (`EVAL`) to the same owner.
     pub noscript_fallbacks: u64,
+    /// Function libraries loaded on every master because a node did not
+    /// have the function called (`FCALL`: "Function not found").
+    pub function_loads: u64,
     /// Nodes a [`crate::Client::scan`] scanned again for slots that moved
     /// (or were moving) while it ran.
     pub scan_rescans: u64,

@@ -69,6 +69,7 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
         &[
             "command",
             "compat",
+            "function",
             "pipeline",
             "pubsub",
             "scan",

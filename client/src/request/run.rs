@@ -227,7 +227,12 @@ impl<R: Requests + ?Sized> Round<'_, R> {
                     requests.answered(in_flight.index, &share.node, asking);
                     deliver(in_flight.index, Ok(mine));
                 }
-                Verdict::Fatal(e) => deliver(in_flight.index, Err(e)),
+                Verdict::Fatal(e) => {
+                    // An error reply is an answer too: the caller may act
+                    // on the node that gave it.
+                    requests.answered(in_flight.index, &share.node, asking);
+                    deliver(in_flight.index, Err(e));
+                }
                 // The probe of a node known down found it still down: it
                 // waits on with the others.
                 Verdict::Failed(failure)
@@ -239,7 +244,11 @@ impl<R: Requests + ?Sized> Round<'_, R> {
                         Route::Node(_) => left.failed.push((at, failure)),
                     }
                 }
-                Verdict::Failed(failure) => left.failed.push((at, failure)),
+                Verdict::Failed(failure) => {
+                    // So is one the retries may end on.
+                    requests.answered(in_flight.index, &share.node, asking);
+                    left.failed.push((at, failure));
+                }
                 Verdict::Ask(to, failure) => {
                     in_flight.state(inner, self.deadline).ask = Some(to);
                     left.failed.push((at, failure));
