@@ -167,8 +167,9 @@ impl Layout {
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (caller, code) in &self.files {
             let implements = impl_types(code).iter().any(|t| t == ty);
+            let joined = chains_joined(code);
             for (definer, methods) in &defined {
-                if *definer != caller && methods.iter().any(|m| calls(code, ty, m, implements)) {
+                if *definer != caller && methods.iter().any(|m| calls(&joined, ty, m, implements)) {
                     graph
                         .entry(caller.clone())
                         .or_default()
@@ -442,13 +443,9 @@ fn methods_of(code: &str, ty: &str) -> BTreeSet<String> {
     out
 }
 
-/// Whether `code` calls method `name` of `ty`: `Ty::name(`, or on a
-/// receiver named as the type in lower case (`inner.name(`,
-/// `self.inner.name(`); where `code` implements `ty` (`implements`), also
-/// `self.name(` and `Self::name(`. A chain broken over lines
-/// (`self\n    .name(`) included.
-fn calls(code: &str, ty: &str, name: &str, implements: bool) -> bool {
-    // Chains joined: no white space before a `.`.
+/// `code` with its method chains joined: no white space before a `.`
+/// (`self\n    .name(` reads `self.name(`).
+fn chains_joined(code: &str) -> String {
     let mut joined = String::with_capacity(code.len());
     let mut pending = String::new();
     for c in code.chars() {
@@ -462,6 +459,14 @@ fn calls(code: &str, ty: &str, name: &str, implements: bool) -> bool {
         pending.clear();
         joined.push(c);
     }
+    joined
+}
+
+/// Whether `joined` (code through [`chains_joined`]) calls method `name`
+/// of `ty`: `Ty::name(`, or on a receiver named as the type in lower case
+/// (`inner.name(`, `self.inner.name(`); where the code implements `ty`
+/// (`implements`), also `self.name(` and `Self::name(`.
+fn calls(joined: &str, ty: &str, name: &str, implements: bool) -> bool {
     let lower = ty.to_lowercase();
     let mut receivers = vec![format!("{ty}::{name}("), format!("{lower}.{name}(")];
     if implements {

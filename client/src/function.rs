@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::script::with_numkeys;
 use crate::stats::Counters;
 use crate::{Client, Error, Value};
 
@@ -78,13 +79,7 @@ fn call<K: AsRef<[u8]>, A: AsRef<[u8]>>(
     args: &[A],
 ) -> Vec<Vec<u8>> {
     let name: &[u8] = if read_only { b"FCALL_RO" } else { b"FCALL" };
-    let mut command = Vec::with_capacity(3 + keys.len() + args.len());
-    command.push(name.to_vec());
-    command.push(function.as_bytes().to_vec());
-    command.push(keys.len().to_string().into_bytes());
-    command.extend(keys.iter().map(|k| k.as_ref().to_vec()));
-    command.extend(args.iter().map(|a| a.as_ref().to_vec()));
-    command
+    with_numkeys(name, function.as_bytes(), keys, args)
 }
 
 /// Whether a server error says the node has no such function (Redis 7

@@ -423,10 +423,11 @@ impl Node {
                     crate::metrics::reconnect(&self.addr);
                 }
                 self.failed_at.store(0, Ordering::Relaxed);
+                self.conn.store(Some(conn.clone()));
+                // Told once the connection is there for the waiters to use.
                 if self.refused_at.swap(0, Ordering::Relaxed) != 0 {
                     self.is_back();
                 }
-                self.conn.store(Some(conn.clone()));
                 Ok(conn)
             }
             Err(e) => {

@@ -91,10 +91,10 @@ pub(crate) trait Requests {
     fn blocking(&self, i: usize) -> bool;
     /// Whether a replica may serve it (`Builder::read_from`).
     fn read(&self, i: usize) -> bool;
-    /// Request `i` was answered by `node` (after an `ASKING` if `asked`),
-    /// with a reply or an error reply (a later attempt's answer comes
-    /// after it): the client cache ties what it stores to the node that
-    /// said it, and a function a node lacked is loaded there.
+    /// Request `i` was replied to by `node` (after an `ASKING` if
+    /// `asked`), with an answer, an error or a redirect (a later attempt's
+    /// reply comes after it): the client cache ties what it stores to the
+    /// node that said it, and a function a node lacked is loaded there.
     fn answered(&self, i: usize, node: &Arc<Node>, asked: bool) {
         let _ = (i, node, asked);
     }

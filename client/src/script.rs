@@ -65,14 +65,25 @@ impl Script {
         } else {
             (b"EVALSHA", self.sha.as_bytes())
         };
-        let mut command = Vec::with_capacity(3 + keys.len() + args.len());
-        command.push(name.to_vec());
-        command.push(body.to_vec());
-        command.push(keys.len().to_string().into_bytes());
-        command.extend(keys.iter().map(|k| k.as_ref().to_vec()));
-        command.extend(args.iter().map(|a| a.as_ref().to_vec()));
-        command
+        with_numkeys(name, body, keys, args)
     }
+}
+
+/// `name body numkeys keys.. args..`: the shape of `EVAL`, `EVALSHA`,
+/// `FCALL` and `FCALL_RO`.
+pub(crate) fn with_numkeys<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+    name: &[u8],
+    body: &[u8],
+    keys: &[K],
+    args: &[A],
+) -> Vec<Vec<u8>> {
+    let mut command = Vec::with_capacity(3 + keys.len() + args.len());
+    command.push(name.to_vec());
+    command.push(body.to_vec());
+    command.push(keys.len().to_string().into_bytes());
+    command.extend(keys.iter().map(|k| k.as_ref().to_vec()));
+    command.extend(args.iter().map(|a| a.as_ref().to_vec()));
+    command
 }
 
 /// Whether a server error says the script is not in that node's cache.

@@ -222,17 +222,14 @@ impl<R: Requests + ?Sized> Round<'_, R> {
             let to = (from + requests.replies(in_flight.index)).min(frames.len());
             let mine = &mut frames[from..to];
             from = to;
+            // Whoever replied, with an answer or an error reply, is noted
+            // (a later attempt's reply comes after it): the cache ties what
+            // it stores to that node, and a function it lacked is loaded
+            // there.
+            requests.answered(in_flight.index, &share.node, asking);
             match inner.judge(mine, &share.node) {
-                Verdict::Answer => {
-                    requests.answered(in_flight.index, &share.node, asking);
-                    deliver(in_flight.index, Ok(mine));
-                }
-                Verdict::Fatal(e) => {
-                    // An error reply is an answer too: the caller may act
-                    // on the node that gave it.
-                    requests.answered(in_flight.index, &share.node, asking);
-                    deliver(in_flight.index, Err(e));
-                }
+                Verdict::Answer => deliver(in_flight.index, Ok(mine)),
+                Verdict::Fatal(e) => deliver(in_flight.index, Err(e)),
                 // The probe of a node known down found it still down: it
                 // waits on with the others.
                 Verdict::Failed(failure)
@@ -244,11 +241,7 @@ impl<R: Requests + ?Sized> Round<'_, R> {
                         Route::Node(_) => left.failed.push((at, failure)),
                     }
                 }
-                Verdict::Failed(failure) => {
-                    // So is one the retries may end on.
-                    requests.answered(in_flight.index, &share.node, asking);
-                    left.failed.push((at, failure));
-                }
+                Verdict::Failed(failure) => left.failed.push((at, failure)),
                 Verdict::Ask(to, failure) => {
                     in_flight.state(inner, self.deadline).ask = Some(to);
                     left.failed.push((at, failure));
