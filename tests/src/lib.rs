@@ -447,17 +447,46 @@ impl Drop for RedisNode {
     }
 }
 
-/// A port that was free a moment ago (cluster nodes also need port + 10000
-/// for the bus, so only ports below 55536 are taken).
+/// A port that was free a moment ago, with its bus port (+ 10000) free
+/// too. Both lie below the kernel's ephemeral range when it leaves room:
+/// a node killed with `kill -9` comes back on its own port, and while it is
+/// down no outgoing connection (the client's, a bus link, another lane's)
+/// may take that port as its local one.
 fn free_port() -> io::Result<u16> {
-    for _ in 0..100 {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-        let port = listener.local_addr()?.port();
-        if port < 55536 && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10000)).is_ok() {
+    use std::hash::{BuildHasher, Hasher};
+    const LOWEST: u16 = 10000;
+    let below = ephemeral_low().saturating_sub(BUS_OFFSET);
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0u16..200 {
+        let port = if below > LOWEST + 1000 {
+            let mut hasher = random.build_hasher();
+            hasher.write_u16(attempt);
+            LOWEST + (hasher.finish() % u64::from(below - LOWEST)) as u16
+        } else {
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+                .local_addr()?
+                .port()
+        };
+        if port < 55536
+            && TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok()
+            && TcpListener::bind((Ipv4Addr::LOCALHOST, port + BUS_OFFSET)).is_ok()
+        {
             return Ok(port);
         }
     }
     Err(io::Error::other("no free port pair found"))
+}
+
+/// A cluster node's bus listens this far above its port.
+const BUS_OFFSET: u16 = 10000;
+
+/// The first port the kernel hands to outgoing connections (32768 unless
+/// configured).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
 }
 
 /// A TCP connection with the test time-outs.
