@@ -10,7 +10,7 @@ export PATH := justfile_directory() + "/node_modules/.bin:" + env_var("HOME") + 
 no_std_targets := "thumbv7em-none-eabihf wasm32-unknown-unknown"
 # Every fuzz target, as fuzz-dir:target: the parsers of bytes from a socket
 # or text from a user. Seeds are committed in each dir's seeds/TARGET.
-fuzz_targets := "core/fuzz:error_reply core/fuzz:slot core/fuzz:slot_utf16 core/fuzz:cluster_nodes client/fuzz:resp client/fuzz:cluster_shards client/fuzz:cluster_slots wasm/fuzz:command_line"
+fuzz_targets := "core/fuzz:error_reply core/fuzz:slot core/fuzz:slot_utf16 core/fuzz:cluster_nodes core/fuzz:command_info client/fuzz:resp client/fuzz:cluster_shards client/fuzz:cluster_slots wasm/fuzz:command_line"
 # The oldest Rust the published crates declare (`rust-version`), from the manifest.
 msrv := `sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml`
 # The crates published to crates.io, packaged together (they depend on each other).

@@ -577,6 +577,18 @@ impl State {
     }
 }
 
+/// A standalone server's check (`ROLE`) read: a master serves every slot.
+pub(crate) fn read_role(role: Option<&Frame>) -> Result<Checked, String> {
+    match role {
+        Some(Frame::Array(fields)) => match fields.first().and_then(Frame::text) {
+            Some(kind) if &kind[..] == b"master" => Ok(Checked::Master(vec![(0, SLOT_COUNT - 1)])),
+            Some(_) => Ok(Checked::NotServing("it is not a master")),
+            None => Err(format!("ROLE answered {role:?}")),
+        },
+        other => Err(format!("ROLE answered {other:?}")),
+    }
+}
+
 /// A check's replies (`CLUSTER INFO`, `CLUSTER NODES`) read: whether the
 /// node is a master of a healthy cluster, and the slots it claims.
 pub(crate) fn read_check(info: &Frame, nodes: &Frame) -> Result<Checked, String> {

@@ -101,6 +101,8 @@ pub(crate) struct Config {
     pub max_in_flight_per_node: usize,
     /// The client cache (`Builder::client_cache`).
     pub cache: Option<CacheConfig>,
+    /// Commands the table is taken not to know (`Builder::learn_instead`).
+    pub learn_instead: Vec<Vec<u8>>,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
@@ -121,6 +123,7 @@ pub struct Builder {
     tls: Option<rustls::ClientConfig>,
     map_address: Option<AddressMap>,
     read_from: ReadFrom,
+    learn_instead: Vec<Vec<u8>>,
     refresh_min_interval: Duration,
     max_in_flight_per_node: usize,
     connect_timeout: Duration,
@@ -145,6 +148,7 @@ impl Default for Builder {
             tls: None,
             map_address: None,
             read_from: ReadFrom::Primary,
+            learn_instead: Vec::new(),
             refresh_min_interval: REFRESH_DEBOUNCE,
             max_in_flight_per_node: DEFAULT_MAX_IN_FLIGHT_PER_NODE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -400,6 +404,20 @@ impl Builder {
         self
     }
 
+    /// Commands (lowercase names) to learn from the servers as if the
+    /// command table did not have them: what a table that lacks a command
+    /// the servers have (a newer server's, a module's) does, tested on the
+    /// servers here.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn learn_instead(mut self, names: &[&str]) -> Self {
+        self.learn_instead = names
+            .iter()
+            .map(|n| n.to_ascii_lowercase().into_bytes())
+            .collect();
+        self
+    }
+
     /// Reads settings from `lookup` instead of the process environment
     /// (tests, embedding).
     #[must_use]
@@ -518,6 +536,7 @@ impl Builder {
             },
             durability: self.durability,
             read_from: self.read_from,
+            learn_instead: self.learn_instead,
             refresh_min_interval: self.refresh_min_interval,
             max_in_flight_per_node: self.max_in_flight_per_node.min(MAX_PERMITS),
             cache: self.cache,

@@ -14,6 +14,7 @@ use crate::cache::Cache;
 use crate::codec::{encode_into, room_for, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
+use crate::learned::Learned;
 use crate::ownership::{Announcer, Revealed};
 use crate::pool::Registry;
 use crate::reply::integer;
@@ -48,6 +49,8 @@ pub(crate) struct Inner {
     /// could otherwise announce out of order, and a change told after the
     /// one that followed it reads as starting from the wrong owner.
     publishing: Mutex<()>,
+    /// Commands the table lacks, learned from the cluster.
+    learned: Learned,
 }
 
 impl Inner {
@@ -63,6 +66,7 @@ impl Inner {
             registry.node(seed);
         }
         let marker_prefix = crate::seam::random();
+        let learned = Learned::new(std::mem::take(&mut config.learn_instead));
         Self {
             config,
             snapshot: ArcSwap::from_pointee(Snapshot::empty()),
@@ -77,6 +81,7 @@ impl Inner {
             announcer: Announcer::default(),
             cache,
             publishing: Mutex::new(()),
+            learned,
         }
     }
 
@@ -138,6 +143,12 @@ impl Inner {
     /// Where `Client::ownership_changes` listeners subscribe.
     pub(crate) fn announcer(&self) -> &Announcer {
         &self.announcer
+    }
+
+    /// Commands the table lacks, learned from the cluster.
+    #[inline]
+    pub(crate) fn learned(&self) -> &Learned {
+        &self.learned
     }
 
     /// The client cache, when asked for.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use zaris_core::HEARTBEATS_PER_LEASE;
 
-use crate::cache::{read_check, Checked};
+use crate::cache::{read_check, read_role, Checked};
 use crate::codec::encode;
 use crate::inner::Inner;
 use crate::route::{Packed, Route};
@@ -58,6 +58,21 @@ impl Inner {
     /// One check of the node at `addr`, answered within `lease` or failed.
     async fn check(self: &Arc<Self>, addr: &str, lease: Duration) -> Result<Checked, String> {
         let node = self.registry().node(addr);
+        if self.map().is_standalone() {
+            // No cluster: a server with cluster support off serves every
+            // slot while it is a master.
+            let asked = self.execute(
+                Route::Node(node),
+                Packed::new("ROLE", encode(&[&[b"ROLE"]]), 1),
+            );
+            return match tokio::time::timeout(lease, asked).await {
+                Err(_) => Err(format!(
+                    "no answer to its check within the lease ({lease:?})"
+                )),
+                Ok(Err(e)) => Err(format!("its check failed: {e}")),
+                Ok(Ok(replies)) => read_role(replies.first()),
+            };
+        }
         let bytes = encode(&[&[b"CLUSTER", b"INFO"], &[b"CLUSTER", b"NODES"]]);
         let asked = self.execute(Route::Node(node), Packed::new("CLUSTER", bytes, 2));
         match tokio::time::timeout(lease, asked).await {

@@ -60,6 +60,7 @@ mod failure;
 mod function;
 mod gate;
 mod inner;
+mod learned;
 mod lease;
 mod metrics;
 mod ownership;

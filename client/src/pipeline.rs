@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 use tracing::Instrument;
 
 use crate::codec::encoded_len;
-use crate::command::{join, Join, Plan};
+use crate::command::{join, to_learn, Info, Join, Plan};
 use crate::inner::Inner;
 use crate::route::{Requests, Route};
 use crate::script::{is_noscript, Script};
@@ -41,6 +41,10 @@ pub struct Pipeline {
     /// Script entries (their place, and their `EVAL`) to send again if
     /// answered `NOSCRIPT`.
     fallbacks: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Commands added from the first one the client must learn (a command
+    /// the table lacks) on, in order: planned when the pipeline runs, once
+    /// learned, so that the order holds.
+    waiting: Vec<Vec<Vec<u8>>>,
 }
 
 /// One request of a pipeline.
@@ -77,6 +81,7 @@ impl Client {
             commands: 0,
             uncommon: Vec::new(),
             fallbacks: Vec::new(),
+            waiting: Vec::new(),
         }
     }
 }
@@ -87,12 +92,33 @@ impl Pipeline {
     /// its error in its place in [`Pipeline::run`]'s results.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
         let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
-        if self.requests.capacity() == 0 {
-            self.make_room(&args);
+        if self.waiting.is_empty() {
+            let plan = self.inner.plan(&args);
+            if plan.is_ok() || !to_learn(&plan) {
+                return self.add(&args, plan);
+            }
         }
-        let command = match self.inner.plan(&args) {
+        self.wait_for_learning(&args)
+    }
+
+    /// Keeps `args` until the pipeline runs: it, or a command before it,
+    /// is one the client must learn first.
+    #[cold]
+    fn wait_for_learning(&mut self, args: &[&[u8]]) -> &mut Self {
+        self.waiting
+            .push(args.iter().map(|arg| arg.to_vec()).collect());
+        self
+    }
+
+    /// Adds `args`, planned so.
+    #[inline]
+    fn add(&mut self, args: &[&[u8]], plan: Result<(Plan, Info), Error>) -> &mut Self {
+        if self.requests.capacity() == 0 {
+            self.make_room(args);
+        }
+        let command = match plan {
             Ok((Plan::Slot(slot), info)) => {
-                let encoded = self.inner.encode_command(&mut self.bytes, &args, info);
+                let encoded = self.inner.encode_command(&mut self.bytes, args, info);
                 self.requests.push(Request {
                     end: self.bytes.len(),
                     route: Route::Slot(slot),
@@ -104,7 +130,7 @@ impl Pipeline {
                 });
                 None
             }
-            Ok((plan, info)) => match self.inner.planned_as(plan, info, &args) {
+            Ok((plan, info)) => match self.inner.planned_as(plan, info, args) {
                 Ok(planned) => {
                     for part in &planned.parts {
                         self.bytes.extend_from_slice(&part.packed.bytes);
@@ -146,13 +172,13 @@ impl Pipeline {
     /// How many commands wait.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.commands
+        self.commands + self.waiting.len()
     }
 
     /// Whether none wait.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.commands == 0
+        self.len() == 0
     }
 
     /// Sends every command (the pipeline is emptied) and returns one result
@@ -173,6 +199,11 @@ impl Pipeline {
     /// (cross-slot, unknown, the server's error, the last status once its
     /// retries stop) is its own result.
     pub async fn run(&mut self) -> Result<Vec<Result<Value, Error>>, Error> {
+        for args in std::mem::take(&mut self.waiting) {
+            let args: SmallVec<[&[u8]; 8]> = args.iter().map(Vec::as_slice).collect();
+            let plan = self.inner.plan_learning(&args).await;
+            self.add(&args, plan);
+        }
         let batch = Batch {
             bytes: std::mem::take(&mut self.bytes).freeze(),
             requests: std::mem::take(&mut self.requests),

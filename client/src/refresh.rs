@@ -44,6 +44,19 @@ impl std::fmt::Display for FetchError {
     }
 }
 
+/// A node's answer: the ranges it says each master serves, or that it is a
+/// server with cluster support off (it serves every slot itself).
+enum Fetched {
+    Cluster(Vec<SlotRange>),
+    Standalone,
+}
+
+/// What a server with cluster support off answers `CLUSTER SHARDS` and
+/// `CLUSTER SLOTS` (Redis and Valkey alike).
+fn says_standalone(error: &str) -> bool {
+    error.contains("cluster support disabled")
+}
+
 /// Nodes asked for the map at once; the answer most of them give wins.
 const VOTERS: usize = 3;
 /// After the first answer, how long the other voters have to answer.
@@ -132,10 +145,26 @@ impl Inner {
             for voters in candidates.chunks(VOTERS) {
                 for (node, fetched) in self.poll_voters(voters).await {
                     match fetched {
-                        Ok(ranges) if !ranges.is_empty() => {
+                        Ok(Fetched::Standalone) => {
+                            // One server, no cluster: it is the map.
+                            let current = self.map();
+                            let same = current.is_standalone()
+                                && current.owners.first().is_some_and(|n| n.addr == node.addr);
+                            if !same {
+                                let next = Snapshot::standalone(&node.addr, self.registry());
+                                let revealed = cause.map(Revealed::Refresh);
+                                self.publish(&self.publishing(), Arc::new(next), revealed);
+                                tracing::info!(
+                                    node = %node.addr,
+                                    "a server with cluster support off: it owns every slot"
+                                );
+                            }
+                            return Ok(());
+                        }
+                        Ok(Fetched::Cluster(ranges)) if !ranges.is_empty() => {
                             answers.push((node.addr.clone(), ranges))
                         }
-                        Ok(_) => {
+                        Ok(Fetched::Cluster(_)) => {
                             tried.push((node.addr.to_string(), "no slots assigned".to_owned()))
                         }
                         Err(FetchError::Conn(ConnError::Tls(why))) => {
@@ -194,7 +223,7 @@ impl Inner {
     async fn poll_voters<'a>(
         &self,
         voters: &'a [Arc<Node>],
-    ) -> Vec<(&'a Arc<Node>, Result<Vec<SlotRange>, FetchError>)> {
+    ) -> Vec<(&'a Arc<Node>, Result<Fetched, FetchError>)> {
         let mut pending: FuturesUnordered<_> = voters
             .iter()
             .map(|node| async move { (node, self.fetch_map(node).await) })
@@ -210,7 +239,12 @@ impl Inner {
                 },
             };
             let Some((node, fetched)) = next else { break };
-            if grace.is_none() && matches!(&fetched, Ok(ranges) if !ranges.is_empty()) {
+            let answered = match &fetched {
+                Ok(Fetched::Cluster(ranges)) => !ranges.is_empty(),
+                Ok(Fetched::Standalone) => true,
+                Err(_) => false,
+            };
+            if grace.is_none() && answered {
                 grace = Some(tokio::time::Instant::now() + VOTE_GRACE);
             }
             results.push((node, fetched));
@@ -225,8 +259,9 @@ impl Inner {
     }
 
     /// The map as `node` sees it (`CLUSTER SHARDS`, or `CLUSTER SLOTS`
-    /// before Redis 7); a failure as the connection error or in words.
-    async fn fetch_map(&self, node: &Node) -> Result<Vec<SlotRange>, FetchError> {
+    /// before Redis 7), or that it has cluster support off; a failure as
+    /// the connection error or in words.
+    async fn fetch_map(&self, node: &Node) -> Result<Fetched, FetchError> {
         let timeout = self.config().attempt_timeout;
         let conn = node.connection(timeout, &self.config().conn).await?;
         let conn = &conn;
@@ -236,9 +271,11 @@ impl Inner {
         };
         let first = |mut frames: Frames| frames.pop().map(from_frame).unwrap_or(Value::Nil);
         let unusable = |e: &dyn std::fmt::Display| FetchError::Map(e.to_string());
-        match first(ask(&[b"CLUSTER", b"SHARDS"]).await?) {
+        let ranges = match first(ask(&[b"CLUSTER", b"SHARDS"]).await?) {
+            Value::Error(e) if says_standalone(&e) => return Ok(Fetched::Standalone),
             // Before Redis 7: no CLUSTER SHARDS.
             Value::Error(_) => match first(ask(&[b"CLUSTER", b"SLOTS"]).await?) {
+                Value::Error(e) if says_standalone(&e) => return Ok(Fetched::Standalone),
                 Value::Error(e) => Err(unusable(&e)),
                 reply => parse_cluster_slots(&reply, &node.addr).map_err(|e| unusable(&e)),
             },
@@ -246,7 +283,8 @@ impl Inner {
                 parse_cluster_shards_over(&reply, &node.addr, self.config().conn.tls.is_some())
                     .map_err(|e| unusable(&e))
             }
-        }
+        };
+        ranges.map(Fetched::Cluster)
     }
 }
 

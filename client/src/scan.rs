@@ -347,6 +347,23 @@ impl NodeView {
         Some(view)
     }
 
+    /// A server with cluster support off, from its `INFO server
+    /// replication`: a master serves every slot, and its run id stands for
+    /// the epoch (a restart between two views is a new one).
+    fn standalone(info: &str) -> Option<NodeView> {
+        let field = |name: &str| info.lines().find_map(|l| l.trim().strip_prefix(name));
+        let run_id = field("run_id:")?;
+        let mut view = NodeView {
+            epoch: u64::from_str_radix(run_id.get(..16)?, 16).ok(),
+            served: SlotSet::default(),
+            moving: SlotSet::default(),
+        };
+        if field("role:") == Some("master") {
+            (0..SLOT_COUNT).for_each(|s| view.served.insert(s));
+        }
+        Some(view)
+    }
+
     /// Of `slots`, those a scan between this view and `after` covered:
     /// served both times, moving neither time, the epoch unchanged.
     fn covered(&self, after: &NodeView, slots: &SlotSet) -> SlotSet {
@@ -369,6 +386,15 @@ impl NodeView {
 
 /// `node`'s view of itself.
 async fn view_of(inner: &Arc<Inner>, node: &Arc<Node>) -> Result<NodeView, Error> {
+    if inner.map().is_standalone() {
+        let info: &[&[u8]] = &[b"INFO", b"server", b"replication"];
+        let frames = on_node(inner, node, pack("INFO", &[info])).await?;
+        return frames[0]
+            .text()
+            .and_then(|text| std::str::from_utf8(text).ok())
+            .and_then(NodeView::standalone)
+            .ok_or_else(|| unexpected("INFO", &frames[0]));
+    }
     let frames = on_node(inner, node, pack("CLUSTER", &[&[b"CLUSTER", b"NODES"]])).await?;
     frames[0]
         .text()

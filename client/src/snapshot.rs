@@ -19,6 +19,9 @@ pub(crate) struct Snapshot {
     /// Each owner's slot ranges (same index), read from the table on
     /// first use: the cache's lease checks ask for them often.
     by_owner: OnceLock<Vec<Vec<Range<u16>>>>,
+    /// A server with cluster support off: one node owns every slot, and
+    /// keys of any slots go to it together.
+    standalone: bool,
 }
 
 impl Snapshot {
@@ -30,6 +33,7 @@ impl Snapshot {
             owners: Vec::new(),
             replicas: Vec::new(),
             by_owner: OnceLock::new(),
+            standalone: false,
         }
     }
 
@@ -52,6 +56,28 @@ impl Snapshot {
             });
         }
         map
+    }
+
+    /// The map of a server with cluster support off: `addr` owns every
+    /// slot.
+    pub(crate) fn standalone(addr: &str, registry: &Registry) -> Self {
+        let ranges = [SlotRange {
+            first: 0,
+            last: SLOT_COUNT - 1,
+            master: addr.to_owned(),
+            replicas: Vec::new(),
+        }];
+        Self {
+            standalone: true,
+            ..Self::from_ranges(&ranges, registry)
+        }
+    }
+
+    /// Whether this is a server with cluster support off: its one node
+    /// takes keys of any slots together (`MSET a 1 b 2`, a transaction).
+    #[inline]
+    pub(crate) fn is_standalone(&self) -> bool {
+        self.standalone
     }
 
     /// The node owning `slot`: a hash was already paid, this is one index.
@@ -151,6 +177,7 @@ impl Snapshot {
                 owners,
                 replicas,
                 by_owner: OnceLock::new(),
+                standalone: self.standalone,
             };
             (next, changed)
         })

@@ -92,6 +92,12 @@ impl Client {
         watch.extend(&keys);
         let slot = match command_target(&watch) {
             Ok(Target::Slot(slot)) => slot,
+            // One server watches keys of any slots.
+            Err(zaris_core::CommandError::CrossSlot { first, .. })
+                if inner.map().is_standalone() =>
+            {
+                first
+            }
             Err(error) => return Err(Error::command(&watch, error)),
             Ok(_) => {
                 return Err(Error::command(
@@ -128,6 +134,7 @@ impl Client {
                 continue;
             }
             let handle = Watched {
+                inner: inner.clone(),
                 conn: conn.clone(),
                 addr: node.addr.to_string(),
                 timeout,
@@ -140,7 +147,7 @@ impl Client {
                 .iter()
                 .map(|c| c.iter().map(Vec::as_slice).collect())
                 .collect();
-            transaction_slot(&commands, Some(slot))?;
+            transaction_slot(inner, &commands, Some(slot)).await?;
             let ran = run_block(
                 inner,
                 &conn,
@@ -177,6 +184,7 @@ impl Client {
 /// A `WATCH` in force, on a connection of its own: read through it, and
 /// queue what the transaction applies (see [`Client::watch`]).
 pub struct Watched {
+    inner: Arc<Inner>,
     conn: Arc<Connection>,
     addr: String,
     timeout: std::time::Duration,
@@ -194,7 +202,7 @@ impl Watched {
     /// failure, as it came.
     pub async fn cmd<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
         let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
-        transaction_slot(std::slice::from_ref(&args), Some(self.slot))?;
+        transaction_slot(&self.inner, std::slice::from_ref(&args), Some(self.slot)).await?;
         let frames = self
             .conn
             .request(&encode(&[&args]), 1, self.timeout)
@@ -246,7 +254,7 @@ impl Transaction {
             .iter()
             .map(|c| c.iter().map(Vec::as_slice).collect())
             .collect();
-        let slot = transaction_slot(&refs, None)?.unwrap_or(0);
+        let slot = transaction_slot(inner, &refs, None).await?.unwrap_or(0);
         let mut state = Retrying::new(inner);
         loop {
             let timeout = state.attempt_timeout(inner.config().attempt_timeout);
@@ -307,17 +315,21 @@ async fn attempt_on(
 }
 
 /// The slot every command's keys share (`expected` when given), `None`
-/// when none has keys.
-fn transaction_slot(commands: &[Vec<&[u8]>], expected: Option<u16>) -> Result<Option<u16>, Error> {
+/// when none has keys. A command the table lacks is learned first.
+async fn transaction_slot(
+    inner: &Arc<Inner>,
+    commands: &[Vec<&[u8]>],
+    expected: Option<u16>,
+) -> Result<Option<u16>, Error> {
     let mut slot = expected;
     for args in commands {
-        match command_target(args) {
-            Ok(Target::Slot(s)) => match slot {
-                Some(first) if first != s => return Err(Error::CrossSlot { first, second: s }),
+        if let (Target::Slot(s), _) = inner.route_learning(args).await? {
+            match slot {
+                Some(first) if first != s && !inner.map().is_standalone() => {
+                    return Err(Error::CrossSlot { first, second: s })
+                }
                 _ => slot = Some(s),
-            },
-            Ok(_) => {}
-            Err(error) => return Err(Error::command(args, error)),
+            }
         }
     }
     Ok(slot)

@@ -44,6 +44,61 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value as RESP3 bytes, as a server would send it: for readers of
+    /// replies as they come off the wire (the core's `learn_command`).
+    pub(crate) fn write_resp(&self, out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        let blob = |kind: u8, bytes: &[u8], out: &mut Vec<u8>| {
+            out.push(kind);
+            let _ = write!(out, "{}\r\n", bytes.len());
+            out.extend_from_slice(bytes);
+            out.extend_from_slice(b"\r\n");
+        };
+        let _ = match self {
+            Value::Nil => out.write_all(b"_\r\n"),
+            Value::Int(n) => write!(out, ":{n}\r\n"),
+            Value::Data(bytes) | Value::Status(bytes) => {
+                blob(b'$', bytes, out);
+                Ok(())
+            }
+            Value::Error(text) => {
+                blob(b'!', text.as_bytes(), out);
+                Ok(())
+            }
+            Value::Verbatim { format, text } => {
+                let mut whole = format!("{format}:").into_bytes();
+                whole.extend_from_slice(text);
+                blob(b'=', &whole, out);
+                Ok(())
+            }
+            Value::Array(items) | Value::Set(items) => {
+                let kind = if matches!(self, Value::Set(_)) {
+                    '~'
+                } else {
+                    '*'
+                };
+                let _ = write!(out, "{kind}{}\r\n", items.len());
+                items.iter().for_each(|item| item.write_resp(out));
+                Ok(())
+            }
+            Value::Map(pairs) => {
+                let _ = write!(out, "%{}\r\n", pairs.len());
+                for (key, value) in pairs {
+                    key.write_resp(out);
+                    value.write_resp(out);
+                }
+                Ok(())
+            }
+            Value::Double(d) if d.is_nan() => out.write_all(b",nan\r\n"),
+            Value::Double(d) if d.is_infinite() => {
+                out.write_all(if *d > 0.0 { b",inf\r\n" } else { b",-inf\r\n" })
+            }
+            Value::Double(d) => write!(out, ",{d}\r\n"),
+            Value::Boolean(b) => out.write_all(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Value::BigNumber(digits) => write!(out, "({digits}\r\n"),
+        };
+    }
+
     /// The bytes of a bulk, simple or verbatim string.
     #[must_use]
     pub fn as_bytes(&self) -> Option<&[u8]> {
@@ -191,5 +246,44 @@ mod tests {
             from_frame(Frame::Set(vec![Frame::Boolean(true)])).into_array(),
             [Value::Boolean(true)]
         );
+    }
+
+    #[test]
+    fn a_value_written_as_resp_reads_back_the_same() {
+        use crate::codec::{next_frame, Limits};
+        let value = Value::Array(vec![
+            Value::Nil,
+            Value::Int(-7),
+            Value::Data("bin\r\nary".into()),
+            Value::Status("OK".into()),
+            Value::Error("ERR no".into()),
+            Value::Map(vec![(
+                Value::Data("k".into()),
+                Value::Set(vec![Value::Int(1)]),
+            )]),
+            Value::Double(1.5),
+            Value::Double(f64::INFINITY),
+            Value::Boolean(false),
+            Value::BigNumber("123456789012345678901234567890".into()),
+            Value::Verbatim {
+                format: "txt".into(),
+                text: "hi".into(),
+            },
+        ]);
+        let mut bytes = Vec::new();
+        value.write_resp(&mut bytes);
+        let mut buf = bytes::BytesMut::from(&bytes[..]);
+        let limits = Limits {
+            max_reply_bytes: 1 << 20,
+        };
+        let frame = next_frame(&mut buf, limits).unwrap().unwrap();
+        assert!(buf.is_empty());
+        // A simple string is written as a bulk one: the same bytes.
+        let Value::Array(mut read) = from_frame(frame) else {
+            panic!("an array")
+        };
+        assert_eq!(read[3], Value::Data("OK".into()));
+        read[3] = Value::Status("OK".into());
+        assert_eq!(Value::Array(read), value);
     }
 }

@@ -32,6 +32,7 @@ const BELOW_THE_STATE: &[&str] = &[
     "error",
     "failure",
     "gate",
+    "learned",
     "metrics",
     "ownership",
     "pool",
@@ -81,6 +82,8 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
     (
         "Inner",
         &[
+            "command/call",
+            "command/learn",
             "command/plan",
             "command/run",
             "lease",

@@ -71,7 +71,8 @@ pub use cluster_nodes::{
 };
 pub use command::{
     command_has_keys, command_info, command_keys, command_names, command_route, command_target,
-    CommandError, CommandInfo, CommandKeys, Fanout, Reply, Target,
+    keys_target, learn_command, CommandError, CommandInfo, CommandKeys, Fanout, LearnError,
+    LearnedCommand, Reply, Target, MAX_LEARNED_KEY_SPECS, MAX_LEARNED_NAME,
 };
 pub use crc16::{crc16, crc16_bitwise, Crc16};
 pub use engine::{crc_engine, CrcEngine};

@@ -51,6 +51,13 @@ fn the_core_never_allocates() {
     let ascii_units: Vec<u16> = "user:1000:".repeat(100).encode_utf16().collect();
     let mut table = SegmentTable::new(vec![NO_OWNER; 16384].into_boxed_slice()).unwrap();
     let mut utf8 = [0u8; 64];
+    let search_info: &[u8] =
+        b"*1\r\n*10\r\n$9\r\nFT.SEARCH\r\n:-1\r\n*2\r\n+readonly\r\n+module\r\n\
+        :1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*1\r\n+RO\r\n\
+        $12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n\
+        *2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n\
+        $4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n\
+        *0\r\n";
     #[cfg(feature = "simulate")]
     let script = [
         Outcome::Status(KvStatus::Moved),
@@ -160,6 +167,13 @@ fn the_core_never_allocates() {
             eat(command_keys(line).map_or(1, |keys| keys.count() as u64));
             eat(command_info(line).map_or(1, |i| i.name().len() as u64));
         }
+        // A command learned from a server (RediSearch's FT.SEARCH, as
+        // redis-server 7 describes it), read and routed.
+        let learned = learn_command(search_info).unwrap().unwrap();
+        eat(learned
+            .route(&[b"FT.SEARCH", b"idx", b"q"])
+            .map_or(1, |(_, i)| i.name().len() as u64));
+        eat(learn_command(b"*1\r\n$-1\r\n").map_or(1, |c| c.is_none() as u64));
         for node in parse_cluster_nodes(nodes).flatten() {
             eat(u64::from(node.port) + node.slots().filter_map(Result::ok).count() as u64);
         }

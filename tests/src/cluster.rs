@@ -52,6 +52,9 @@ pub struct Cluster {
     proxies: Vec<Option<NodeProxies>>,
     /// Nodes drained, forgotten and stopped ([`Cluster::forget_node`]).
     gone: Vec<bool>,
+    /// Arguments every node starts with besides the usual ones (a module
+    /// to load: [`Cluster::start_with`]).
+    extra_args: Vec<String>,
 }
 
 /// The proxies in front of one node: its client port and its cluster bus.
@@ -156,7 +159,7 @@ impl Cluster {
     /// # Errors
     /// A node or proxy did not start, or the cluster did not converge.
     pub fn start_proxied(binary: &str, masters: usize, replicas: usize) -> io::Result<Self> {
-        Self::build(binary, masters, replicas, Transport::Plain, true)
+        Self::build(binary, masters, replicas, Transport::Plain, true, &[])
     }
 
     /// [`Cluster::start`], every node reached by `transport` (TLS only,
@@ -170,7 +173,21 @@ impl Cluster {
         replicas: usize,
         transport: Transport,
     ) -> io::Result<Self> {
-        Self::build(binary, masters, replicas, transport, false)
+        Self::build(binary, masters, replicas, transport, false, &[])
+    }
+
+    /// [`Cluster::start`], every node (those added later too) started with
+    /// `extra` arguments as well: `["--loadmodule", path]`.
+    ///
+    /// # Errors
+    /// A node did not start, or the cluster did not converge.
+    pub fn start_with(
+        binary: &str,
+        masters: usize,
+        replicas: usize,
+        extra: &[&str],
+    ) -> io::Result<Self> {
+        Self::build(binary, masters, replicas, Transport::Plain, false, extra)
     }
 
     fn build(
@@ -179,6 +196,7 @@ impl Cluster {
         replicas: usize,
         transport: Transport,
         proxied: bool,
+        extra: &[&str],
     ) -> io::Result<Self> {
         let total = masters * (1 + replicas);
         let mut cluster = Self {
@@ -189,6 +207,7 @@ impl Cluster {
             proxied,
             proxies: Vec::new(),
             gone: Vec::new(),
+            extra_args: extra.iter().map(|a| (*a).to_owned()).collect(),
         };
         for _ in 0..total {
             cluster.spawn_node()?;
@@ -227,6 +246,7 @@ impl Cluster {
 
     fn spawn_node(&mut self) -> io::Result<usize> {
         let mut args: Vec<String> = NODE_ARGS.iter().map(|a| (*a).to_owned()).collect();
+        args.extend(self.extra_args.iter().cloned());
         let proxies = if self.proxied {
             if !matches!(self.transport, Transport::Plain) {
                 return Err(io::Error::other("proxied clusters are plain-text only"));

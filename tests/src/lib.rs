@@ -253,6 +253,18 @@ impl RedisNode {
         Self::start_cluster_node_on(binary, extra, Transport::Plain)
     }
 
+    /// Starts a server with cluster support off (`--cluster-enabled no`,
+    /// which overrides the cluster arguments) on a free port, with `extra`
+    /// arguments, and waits for `PING`.
+    ///
+    /// # Errors
+    /// The binary is missing, or the server did not answer in time.
+    pub fn start_standalone(binary: &str, extra: &[&str]) -> io::Result<Self> {
+        let mut args = extra.to_vec();
+        args.extend(["--cluster-enabled", "no"]);
+        Self::start_cluster_node_on(binary, &args, Transport::Plain)
+    }
+
     /// Starts a node in cluster mode on a free port, reached by
     /// `transport`, and waits for `PING`.
     ///

@@ -2,9 +2,9 @@
 //! ([`crate::cluster::Cluster::client`]), clusters started one at a time,
 //! a lone request to a node that does not answer, a writer through a
 //! failover, readers that time every `GET`, writes that arrive on their
-//! own.
+//! own, a writer that counts what was acknowledged through churn.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -95,6 +95,100 @@ pub fn write_through_failover(
         new_master,
         failed_over,
         late: written.saturating_duration_since(failed_over),
+    }
+}
+
+/// A writer that keeps writing (one call after another, 2 ms apart) until
+/// stopped, counting the calls acknowledged and those of unknown outcome
+/// (a write in flight when its node died), and keeping every other error.
+pub struct CountingWriter {
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<AtomicU64>,
+    unknown: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<Vec<String>>,
+}
+
+/// What a [`CountingWriter`] counted.
+#[derive(Debug)]
+pub struct Tally {
+    /// Calls answered with success.
+    pub acknowledged: u64,
+    /// Calls whose outcome no one can know (`OutcomeUnknown`,
+    /// `TransactionUnknown`, a durable write `NotReplicated`).
+    pub unknown: u64,
+    /// Every other error, in words.
+    pub errors: Vec<String>,
+}
+
+impl Tally {
+    /// Whether a counter the writes incremented (by one each) stands where
+    /// they say: every acknowledged write once, and no more than were sent.
+    #[must_use]
+    pub fn accounts_for(&self, counter: u64) -> bool {
+        (self.acknowledged..=self.acknowledged + self.unknown).contains(&counter)
+    }
+}
+
+impl CountingWriter {
+    /// Starts writing with `write` on `rt`.
+    pub fn start<F, Fut>(rt: &Runtime, mut write: F) -> Self
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), Error>> + Send,
+    {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acknowledged = Arc::new(AtomicU64::new(0));
+        let unknown = Arc::new(AtomicU64::new(0));
+        let task = rt.spawn({
+            let (stop, acknowledged, unknown) =
+                (stop.clone(), acknowledged.clone(), unknown.clone());
+            async move {
+                let mut errors = Vec::new();
+                while !stop.load(Ordering::Acquire) {
+                    match write().await {
+                        Ok(()) => {
+                            acknowledged.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(
+                            Error::OutcomeUnknown { .. }
+                            | Error::TransactionUnknown { .. }
+                            | Error::NotReplicated { .. },
+                        ) => {
+                            unknown.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => errors.push(e.to_string()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                errors
+            }
+        });
+        Self {
+            stop,
+            acknowledged,
+            unknown,
+            task,
+        }
+    }
+
+    /// Calls acknowledged so far.
+    #[must_use]
+    pub fn acknowledged(&self) -> u64 {
+        self.acknowledged.load(Ordering::Relaxed)
+    }
+
+    /// Stops it (after the call in flight) and tells what it counted.
+    ///
+    /// # Panics
+    /// The writer task panicked.
+    pub fn stop(self, rt: &Runtime) -> Tally {
+        self.stop.store(true, Ordering::Release);
+        let errors = rt.block_on(self.task).expect("the writer");
+        Tally {
+            acknowledged: self.acknowledged.load(Ordering::Relaxed),
+            unknown: self.unknown.load(Ordering::Relaxed),
+            errors,
+        }
     }
 }
 

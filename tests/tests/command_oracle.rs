@@ -15,10 +15,19 @@
 //!   the core routes (to a server that will say the same).
 //!
 //! Both are counted and listed, not failed.
+//!
+//! The same lines are held to each command as *learned* from the server
+//! (its `COMMAND INFO` reply read by `zaris_core::learn_command`, as a
+//! client reads a command its table lacks): wherever the description can
+//! say which arguments are keys, it must say what `COMMAND GETKEYS` says;
+//! where it cannot (a spec `incomplete`), the client asks the server, and
+//! those lines are counted.
 
 use std::collections::BTreeSet;
 
-use zaris_core::{command_has_keys, command_keys, CommandError};
+use std::collections::BTreeMap;
+
+use zaris_core::{command_has_keys, command_keys, learn_command, CommandError, LearnedCommand};
 use zaris_tests::{servers_under_test, Frame, RedisNode, RespConn};
 
 /// Lines per command (and per subcommand).
@@ -188,6 +197,47 @@ fn core_answer(line: &[Vec<u8>]) -> Answer {
     }
 }
 
+/// What a command learned from the server says of `line`: `None` where its
+/// description cannot say (the client would ask the server).
+fn learned_answer(learned: &LearnedCommand, line: &[Vec<u8>]) -> Option<Answer> {
+    let args: Vec<&[u8]> = line.iter().map(Vec::as_slice).collect();
+    if !learned.has_keys() {
+        return Some(Answer::NoKeyArguments);
+    }
+    match learned.keys(&args) {
+        Ok(keys) => Some(Answer::Keys(keys.map(|at| line[at].clone()).collect())),
+        Err(CommandError::WrongArity { .. }) => Some(Answer::WrongArity),
+        Err(CommandError::InvalidArguments) => Some(Answer::InvalidArguments),
+        Err(CommandError::KeysNotDescribed) => None,
+        Err(other) => panic!("a learned command's keys never answer {other:?}"),
+    }
+}
+
+/// Every listed command (`name` or `name|sub`) as the server describes it
+/// to `COMMAND INFO`, read as a client reads it: from the reply's bytes.
+fn learned(conn: &mut RespConn, commands: &[Listed]) -> BTreeMap<String, LearnedCommand> {
+    let names: Vec<String> = commands.iter().map(|c| c.words.join("|")).collect();
+    let lines: Vec<Vec<&[u8]>> = names
+        .iter()
+        .map(|n| vec![&b"COMMAND"[..], b"INFO", n.as_bytes()])
+        .collect();
+    let replies = conn.pipeline(lines.iter().map(Vec::as_slice)).unwrap();
+    names
+        .into_iter()
+        .zip(replies)
+        .map(|(name, reply)| {
+            use redis_protocol::resp2::types::Resp2Frame;
+            let mut bytes = vec![0; reply.encode_len(false)];
+            redis_protocol::resp2::encode::encode(&mut bytes, &reply, false).unwrap();
+            let command = learn_command(&bytes)
+                .unwrap_or_else(|e| panic!("COMMAND INFO {name}: {e}"))
+                .unwrap_or_else(|| panic!("COMMAND INFO {name}: unknown"));
+            assert_eq!(command.name(), name);
+            (name, command)
+        })
+        .collect()
+}
+
 #[test]
 fn keys_extracted_by_the_core_equal_command_getkeys() {
     let seed = std::env::var("ZARIS_ORACLE_SEED")
@@ -198,11 +248,13 @@ fn keys_extracted_by_the_core_equal_command_getkeys() {
     let mut compared_keys = 0;
     let mut permissive_arity = Vec::new();
     let mut cannot_answer = 0;
+    let (mut learned_compared, mut learned_asks) = (0, 0);
     let mut failures = Vec::new();
     for binary in servers_under_test() {
         let node = RedisNode::start_cluster_node(&binary, &[]).unwrap();
         let mut conn = node.connect().unwrap();
         let (commands, keywords) = listed(&mut conn);
+        let described = learned(&mut conn, &commands);
         let mut words: Vec<&str> = keywords.iter().map(String::as_str).collect();
         // The servers' fallback procedures look for these too.
         words.extend([
@@ -273,6 +325,37 @@ fn keys_extracted_by_the_core_equal_command_getkeys() {
                 total += 1;
                 let theirs = server_answer(&reply);
                 let ours = core_answer(line);
+                let name = line[..line.len().min(2)]
+                    .iter()
+                    .map(|w| String::from_utf8_lossy(w).to_ascii_lowercase())
+                    .collect::<Vec<_>>();
+                // A container's subcommand by its own description, as the
+                // client asks for one (`name|sub`); one the server does not
+                // describe is unknown to it.
+                let learned = match described.get(&name[0]) {
+                    Some(c) if c.is_container() && name.len() > 1 => {
+                        match described.get(&name.join("|")) {
+                            Some(sub) => learned_answer(sub, line),
+                            None => Some(Answer::UnknownCommand),
+                        }
+                    }
+                    Some(c) => learned_answer(c, line),
+                    None => Some(Answer::UnknownCommand),
+                };
+                match learned {
+                    None => learned_asks += 1,
+                    Some(learned) if learned == theirs => learned_compared += 1,
+                    Some(learned) if theirs != Answer::Unanswerable => {
+                        failures.push(format!(
+                            "{binary}: {} (learned)\n    server:  {theirs:?}\n    learned: {learned:?}",
+                            line.iter()
+                                .map(|a| a.escape_ascii().to_string())
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                        ));
+                    }
+                    _ => {}
+                }
                 if theirs == ours {
                     compared_keys += usize::from(matches!(ours, Answer::Keys(_)));
                     continue;
@@ -303,6 +386,14 @@ fn keys_extracted_by_the_core_equal_command_getkeys() {
     for line in &permissive_arity {
         eprintln!("  {line}");
     }
+    eprintln!(
+        "as learned from COMMAND INFO: {learned_compared} lines agree with COMMAND GETKEYS; \
+         {learned_asks} the descriptions cannot say (the client asks the server)"
+    );
+    assert!(
+        learned_compared > 5_000,
+        "only {learned_compared} lines compared as learned"
+    );
     assert!(total > 5_000, "only {total} lines");
     assert!(
         compared_keys > 2_000,

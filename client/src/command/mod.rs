@@ -15,12 +15,14 @@ use zaris_core::command_has_keys;
 use crate::route::Route;
 use crate::{Client, Error, Value};
 
+mod call;
 mod join;
+mod learn;
 mod plan;
 mod run;
 
 pub(crate) use join::join;
-pub(crate) use plan::{Join, Plan};
+pub(crate) use plan::{to_learn, Info, Join, Plan};
 
 impl Client {
     /// Any command, e.g. `client.cmd(&["HSET", "k", "f", "v"])`: routed to
@@ -32,8 +34,11 @@ impl Client {
     /// # Errors
     /// - [`Error::CrossSlot`]: keys in different slots, for a command that
     ///   cannot be split (nothing sent);
-    /// - [`Error::Command`]: an unknown command, the wrong number of
-    ///   arguments, or a `numkeys` that does not match them (nothing sent);
+    /// - [`Error::Command`]: the wrong number of arguments, or a `numkeys`
+    ///   that does not match them (nothing sent). A command the table lacks
+    ///   is learned from the cluster first (`COMMAND INFO`, once per name);
+    ///   a name no node knows gets the server's own refusal
+    ///   ([`Error::Server`]);
     /// - [`Error::Unsupported`]: a command that would change the shared
     ///   connection (`SUBSCRIBE`, `MULTI`, `SELECT`, ...; nothing sent);
     /// - [`Error::Server`]: the server's own error reply (`WRONGTYPE`);
@@ -59,7 +64,7 @@ impl Client {
         args: &[A],
     ) -> Result<Vec<(String, Result<Value, Error>)>, Error> {
         let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
-        match self.inner.plan(&args)? {
+        match self.inner.plan_learning(&args).await? {
             (Plan::Fanout(_), info) => Ok(self.inner.each_master(&args, info).await),
             (Plan::Slot(_), info) if !command_has_keys(&args) => {
                 Ok(self.inner.each_master(&args, info).await)
@@ -86,7 +91,7 @@ impl Client {
         args: &[A],
     ) -> Result<Value, Error> {
         let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
-        let (_, info) = self.inner.plan(&args)?;
+        let (_, info) = self.inner.plan_learning(&args).await?;
         if command_has_keys(&args) {
             return Err(keys_have_one_owner(&args));
         }

@@ -10,9 +10,32 @@ use zaris_core::{
 
 use crate::codec::{room_for, write_command};
 use crate::inner::Inner;
+use crate::learned::Lookup;
 use crate::route::{Packed, Route};
 use crate::seam;
 use crate::Error;
+
+/// What the tables say of a command, for as long as the client runs (a
+/// learned command's description is kept for the process).
+pub(crate) type Info = CommandInfo<'static>;
+
+/// A command no node knows, sent as it is for its server to refuse.
+const UNKNOWN: Info = CommandInfo::unknown("unknown");
+
+/// Whether a route failed for want of learning: a command (or subcommand)
+/// the table lacks and this client has not learned, or a learned one whose
+/// keys only its server can find.
+pub(crate) fn to_learn<T>(routed: &Result<T, Error>) -> bool {
+    matches!(
+        routed,
+        Err(Error::Command {
+            error: CommandError::UnknownCommand
+                | CommandError::UnknownSubcommand
+                | CommandError::KeysNotDescribed,
+            ..
+        })
+    )
+}
 
 /// Commands that change what a connection is for: refused on the shared,
 /// multiplexed connections, with what to use instead.
@@ -191,6 +214,18 @@ const fn refused_shapes() -> [u32; 16] {
     shapes
 }
 
+/// A command refused on the client's shared connections, with why.
+#[inline]
+pub(super) fn refuse(args: &[&[u8]]) -> Result<(), Error> {
+    match refusal(args.first().copied().unwrap_or_default()) {
+        Some(&(command, why)) => Err(Error::Unsupported {
+            command: command.to_owned(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Whether `name` is `command`, in any case.
 fn is(name: &[u8], command: &str) -> bool {
     name.eq_ignore_ascii_case(command.as_bytes())
@@ -198,28 +233,81 @@ fn is(name: &[u8], command: &str) -> bool {
 
 impl Inner {
     /// Decides where `args` go, or why they go nowhere; with what the
-    /// tables say of the command.
+    /// tables say of the command. A command the table lacks is planned as
+    /// learned (`learn.rs`); one not learned yet is
+    /// [`zaris_core::CommandError::UnknownCommand`] here, and
+    /// [`Inner::plan_learning`] learns it.
     #[inline]
-    pub(crate) fn plan(&self, args: &[&[u8]]) -> Result<(Plan, CommandInfo), Error> {
-        let name = args.first().copied().unwrap_or_default();
-        if let Some(&(command, why)) = refusal(name) {
-            return Err(Error::Unsupported {
-                command: command.to_owned(),
-                why,
-            });
+    pub(crate) fn plan(&self, args: &[&[u8]]) -> Result<(Plan, Info), Error> {
+        refuse(args)?;
+        match self.route(args) {
+            Ok((target, info)) => Ok(self.plan_of(target, info)),
+            routed => self.plan_routed(args, routed),
         }
-        match command_route(args) {
-            Ok((Target::Slot(slot), info)) => Ok((Plan::Slot(slot), info)),
-            Ok((Target::AnyNode, info)) => {
-                let turn = self.next_turn();
-                // Step through the slots a master's share at a time.
-                let slot = ((turn * 5461) % usize::from(SLOT_COUNT)) as u16;
-                Ok((Plan::Slot(slot), info))
+    }
+
+    /// Where `args` go: by the table, or by what this client learned of a
+    /// command the table lacks. Not learned yet:
+    /// [`CommandError::UnknownCommand`] (or `UnknownSubcommand`).
+    #[inline]
+    pub(crate) fn route(&self, args: &[&[u8]]) -> Result<(Target, Info), Error> {
+        let name = args.first().copied().unwrap_or_default();
+        let routed = if self.learned().instead(name) {
+            Err(CommandError::UnknownCommand)
+        } else {
+            command_route(args)
+        };
+        match routed {
+            Ok(routed) => Ok(routed),
+            Err(error) => self.route_otherwise(args, error),
+        }
+    }
+
+    /// [`Inner::route`] where the table cannot say: a learned command, or
+    /// the table's error.
+    #[cold]
+    #[inline(never)]
+    fn route_otherwise(
+        &self,
+        args: &[&[u8]],
+        error: CommandError,
+    ) -> Result<(Target, Info), Error> {
+        // One server takes keys of any slots together, as it allows.
+        let one_server =
+            |routed: Result<(Target, Info), CommandError>, info: Option<Info>| match (routed, info)
+            {
+                (Err(CommandError::CrossSlot { first, .. }), Some(info))
+                    if self.map().is_standalone() =>
+                {
+                    Ok((Target::Slot(first), info))
+                }
+                (routed, _) => routed,
+            };
+        let routed = match error {
+            CommandError::UnknownCommand | CommandError::UnknownSubcommand => {
+                match self.learned().lookup(args) {
+                    Lookup::Known(command) => one_server(command.route(args), Some(command.info())),
+                    Lookup::Unknown => Ok((Target::AnyNode, UNKNOWN)),
+                    Lookup::Ask(_) => Err(error),
+                }
             }
-            Ok((Target::AllMasters(reply) | Target::AllNodes(reply), info)) => {
-                Ok((Plan::Fanout(reply), info))
-            }
-            Err(CommandError::CrossSlot { first, second }) => {
+            error => one_server(Err(error), command_info(args)),
+        };
+        routed.map_err(|error| Error::command(args, error))
+    }
+
+    /// The plan for `args` routed so: a cross-slot command split where
+    /// its meaning allows.
+    #[inline]
+    pub(super) fn plan_routed(
+        &self,
+        args: &[&[u8]],
+        routed: Result<(Target, Info), Error>,
+    ) -> Result<(Plan, Info), Error> {
+        match routed {
+            Ok((target, info)) => Ok(self.plan_of(target, info)),
+            Err(Error::CrossSlot { first, second }) => {
+                let name = args.first().copied().unwrap_or_default();
                 match (
                     SPLIT.iter().find(|(split, ..)| is(name, split)),
                     command_info(args),
@@ -230,22 +318,30 @@ impl Inner {
                     _ => Err(Error::CrossSlot { first, second }),
                 }
             }
-            Err(error) => Err(Error::command(args, error)),
+            Err(e) => Err(e),
         }
     }
 
-    /// `args` as the requests they take: one, one per master, or one per
-    /// slot of their keys.
-    pub(crate) fn planned(&self, args: &[&[u8]]) -> Result<Planned, Error> {
-        let (plan, info) = self.plan(args)?;
-        self.planned_as(plan, info, args)
+    /// The plan for a command's target.
+    #[inline]
+    pub(super) fn plan_of(&self, target: Target, info: Info) -> (Plan, Info) {
+        match target {
+            Target::Slot(slot) => (Plan::Slot(slot), info),
+            Target::AnyNode => {
+                let turn = self.next_turn();
+                // Step through the slots a master's share at a time.
+                let slot = ((turn * 5461) % usize::from(SLOT_COUNT)) as u16;
+                (Plan::Slot(slot), info)
+            }
+            Target::AllMasters(reply) | Target::AllNodes(reply) => (Plan::Fanout(reply), info),
+        }
     }
 
     /// [`Inner::planned`] for a plan already made.
     pub(crate) fn planned_as(
         &self,
         plan: Plan,
-        info: CommandInfo,
+        info: Info,
         args: &[&[u8]],
     ) -> Result<Planned, Error> {
         Ok(match plan {
@@ -302,7 +398,7 @@ impl Inner {
     }
 
     /// `args` as one request on `route`.
-    pub(super) fn part(&self, route: Route, args: &[&[u8]], info: CommandInfo) -> Part {
+    pub(super) fn part(&self, route: Route, args: &[&[u8]], info: Info) -> Part {
         let mut bytes = room_for(args);
         let encoded = self.encode_command(&mut bytes, args, info);
         let cached = self
@@ -321,12 +417,7 @@ impl Inner {
 
     /// Appends `args` to `buf` as one request: followed by `WAIT` for a
     /// write when writes are durable.
-    pub(crate) fn encode_command(
-        &self,
-        buf: &mut BytesMut,
-        args: &[&[u8]],
-        info: CommandInfo,
-    ) -> Encoded {
+    pub(crate) fn encode_command(&self, buf: &mut BytesMut, args: &[&[u8]], info: Info) -> Encoded {
         let blocking = info.is_blocking();
         let write = info.is_write() && !blocking;
         let read = info.is_read_only() && !blocking;
@@ -342,7 +433,7 @@ impl Inner {
 
     /// `args` for every master of the map; with no map yet, one request
     /// the retry machine routes once it has found one.
-    pub(super) fn master_parts(&self, args: &[&[u8]], info: CommandInfo) -> Vec<Part> {
+    pub(super) fn master_parts(&self, args: &[&[u8]], info: Info) -> Vec<Part> {
         let owners = self.map().active_owners();
         if owners.is_empty() {
             return vec![self.part(Route::Slot(0), args, info)];
@@ -355,7 +446,7 @@ impl Inner {
 }
 
 /// How the cache may answer `args`, if at all.
-fn cached_as(args: &[&[u8]], info: CommandInfo) -> Option<Cached> {
+fn cached_as(args: &[&[u8]], info: Info) -> Option<Cached> {
     if info.name() == "mget" {
         return Some(Cached::EachKey(
             args[1..]

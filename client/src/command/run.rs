@@ -4,14 +4,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use zaris_core::{Cacheable, CommandInfo};
+use zaris_core::Cacheable;
 
-use super::join;
-use super::plan::{Cached, Part};
+use super::plan::{Cached, Info, Part};
 use crate::cache::Cache;
 use crate::codec::{room_for, write_command, Frame};
 use crate::inner::Inner;
-use crate::pool::Node;
 use crate::reply::take_frame;
 use crate::route::{Noting, Packed, Route};
 use crate::value::from_frame;
@@ -138,45 +136,11 @@ impl Inner {
             .map_or(Value::Nil, |first| from_frame(take_frame(first))))
     }
 
-    pub(crate) async fn cmd(self: &Arc<Self>, args: &[&[u8]]) -> Result<Value, Error> {
-        let planned = self.planned(args)?;
-        let answers = self.run_parts(&planned.parts).await;
-        join(&planned.join, answers)
-    }
-
-    /// `args`, a command with one owner (its keys' slot), and the node
-    /// that answered it (after an `ASKING` too): for a caller that acts on
-    /// that node after its answer (a function library it lacked is loaded
-    /// there). Other commands run as [`Inner::cmd`] runs them, answered by
-    /// no one node.
-    pub(crate) async fn cmd_answered_by(
-        self: &Arc<Self>,
-        args: &[&[u8]],
-    ) -> (Result<Value, Error>, Option<Arc<Node>>) {
-        let planned = match self.planned(args) {
-            Ok(planned) => planned,
-            Err(e) => return (Err(e), None),
-        };
-        let [part] = &planned.parts[..] else {
-            let answers = self.run_parts(&planned.parts).await;
-            return (join(&planned.join, answers), None);
-        };
-        let requests = [(part.route.clone(), part.packed.clone())];
-        let noting = Noting::new(&requests[..]);
-        let mut answer = None;
-        self.execute_all(&noting, |_, result| {
-            answer = Some(result.and_then(|r| self.answer(part.write, r)));
-        })
-        .await;
-        let answer = answer.unwrap_or_else(|| unreachable!("every request ends with a result"));
-        (answer, noting.by(0).map(|(node, _)| node))
-    }
-
     /// `args` on every master of the map, each node's answer by address.
     pub(super) async fn each_master(
         self: &Arc<Self>,
         args: &[&[u8]],
-        info: CommandInfo,
+        info: Info,
     ) -> Vec<(String, Result<Value, Error>)> {
         let parts = self.master_parts(args, info);
         let answers = self.run_parts(&parts).await;

@@ -31,6 +31,10 @@ pub enum CommandError {
         /// The first slot that differs from it.
         second: u16,
     },
+    /// A learned command whose description cannot say which arguments are
+    /// keys (a spec `incomplete`, flags that vary with the arguments): the
+    /// server can, through `COMMAND GETKEYS`.
+    KeysNotDescribed,
 }
 
 impl fmt::Display for CommandError {
@@ -54,6 +58,9 @@ impl fmt::Display for CommandError {
                 f,
                 "the keys hash to different slots ({first} and {second}): no one node can run the command"
             ),
+            CommandError::KeysNotDescribed => {
+                f.write_str("the command's description does not say which arguments are keys")
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use super::table::TABLE;
 pub(super) const MAX_NAME: usize = 32;
 
 /// Every command, sorted by name.
-pub(super) static COMMANDS: [Spec; TABLE.len()] = TABLE;
+pub(super) static COMMANDS: [Spec<'static>; TABLE.len()] = TABLE;
 
 /// Slots of the name index: a power of two, four times the commands, so a
 /// name is found on its first probe nearly always.
@@ -143,7 +143,7 @@ pub(super) const fn build_index() -> [u8; INDEX_SLOTS] {
 
 /// The top-level command `name`, any case: read as lowered [`Words`],
 /// then looked up in [`INDEX`] and compared a word at a time.
-pub(super) fn find_command(name: &[u8]) -> Option<&'static Spec> {
+pub(super) fn find_command(name: &[u8]) -> Option<&'static Spec<'static>> {
     if name.len() <= 8 {
         // Most names: one word, in registers.
         return find_words(&[lower(read_word(name, name.len())), 0, 0, 0], name.len());
@@ -154,7 +154,7 @@ pub(super) fn find_command(name: &[u8]) -> Option<&'static Spec> {
 /// [`find_command`] for a name longer than a word (apart, so that the
 /// short way needs few registers).
 #[inline(never)]
-pub(super) fn find_long_command(name: &[u8]) -> Option<&'static Spec> {
+pub(super) fn find_long_command(name: &[u8]) -> Option<&'static Spec<'static>> {
     if name.len() > MAX_NAME {
         return None;
     }
@@ -163,7 +163,7 @@ pub(super) fn find_long_command(name: &[u8]) -> Option<&'static Spec> {
 
 /// The command whose name is `typed`, `len` bytes long.
 #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-pub(super) fn find_words(typed: &Words, len: usize) -> Option<&'static Spec> {
+pub(super) fn find_words(typed: &Words, len: usize) -> Option<&'static Spec<'static>> {
     let mut slot = slot_of(typed, len);
     loop {
         let number = usize::from(INDEX[slot]);
@@ -181,7 +181,10 @@ pub(super) fn find_words(typed: &Words, len: usize) -> Option<&'static Spec> {
 /// case: lowered once, then compared as bytes. Apart, so that a command
 /// with no subcommands (most) needs few registers.
 #[inline(never)]
-pub(super) fn find_spec(table: &'static [Spec], name: &[u8]) -> Option<&'static Spec> {
+pub(super) fn find_spec(
+    table: &'static [Spec<'static>],
+    name: &[u8],
+) -> Option<&'static Spec<'static>> {
     let mut lower = [0u8; MAX_NAME];
     let lower = lower.get_mut(..name.len())?;
     for (to, from) in lower.iter_mut().zip(name) {
@@ -194,7 +197,7 @@ pub(super) fn find_spec(table: &'static [Spec], name: &[u8]) -> Option<&'static 
 }
 
 /// The command `args` names: its entry, or its subcommand's.
-pub(super) fn lookup(args: &[&[u8]]) -> Result<&'static Spec, CommandError> {
+pub(super) fn lookup(args: &[&[u8]]) -> Result<&'static Spec<'static>, CommandError> {
     let name = args.first().ok_or(CommandError::Empty)?;
     let spec = find_command(name).ok_or(CommandError::UnknownCommand)?;
     if spec.subcommands.is_empty() || args.len() == 1 {

@@ -90,7 +90,7 @@ pub(super) enum Invalid {
 
 /// Whether `spec`'s definition has keys (shard channels counting when
 /// routing).
-pub(super) fn has_keys(spec: &Spec, routing: bool) -> bool {
+pub(super) fn has_keys(spec: &Spec<'_>, routing: bool) -> bool {
     !matches!(spec.fallback, Fallback::None)
         || spec
             .keys
@@ -105,14 +105,14 @@ pub(super) fn has_keys(spec: &Spec, routing: bool) -> bool {
 pub(super) fn find_keys(
     args: &[&[u8]],
     routing: bool,
-) -> Result<(&'static Spec, CommandKeys), CommandError> {
+) -> Result<(&'static Spec<'static>, CommandKeys), CommandError> {
     let spec = lookup(args)?;
     check_arity(spec, args.len())?;
     keys_of(spec, args, routing).map(|keys| (spec, keys))
 }
 
 /// Whether `given` arguments (the name included) meet `spec`'s arity.
-pub(super) fn check_arity(spec: &Spec, given: usize) -> Result<(), CommandError> {
+pub(super) fn check_arity(spec: &Spec<'_>, given: usize) -> Result<(), CommandError> {
     let arity = spec.arity;
     if (arity > 0 && usize::from(arity.unsigned_abs()) != given)
         || given < usize::from(arity.unsigned_abs())
@@ -126,7 +126,7 @@ pub(super) fn check_arity(spec: &Spec, given: usize) -> Result<(), CommandError>
 /// one at a fixed place (`GET`, `SET`, `HSET`: most commands): what
 /// [`keys_of`] finds when routing, given that many arguments, without
 /// the search.
-pub(super) fn lone_key(spec: &Spec) -> Option<usize> {
+pub(super) fn lone_key(spec: &Spec<'_>) -> Option<usize> {
     let variable = spec.keys.iter().any(|k| k.flags & key::VARIABLE_FLAGS != 0);
     if spec.keys.is_empty() || variable {
         return matches!(spec.fallback, Fallback::First).then_some(1);
@@ -143,7 +143,7 @@ pub(super) fn lone_key(spec: &Spec) -> Option<usize> {
 
 /// The keys of `args` by `spec` (its arity met).
 pub(super) fn keys_of(
-    spec: &Spec,
+    spec: &Spec<'_>,
     args: &[&[u8]],
     routing: bool,
 ) -> Result<CommandKeys, CommandError> {
@@ -164,9 +164,18 @@ pub(super) fn keys_of(
         Some(keys) => keys,
         None => by_fallback(spec.fallback, args).unwrap_or(CommandKeys::none()),
     };
+    found_some(spec, keys, routing)
+}
+
+/// `keys`, unless none were found in a command that must have some: the
+/// servers' `COMMAND GETKEYS` says "Invalid arguments specified for
+/// command", and the command itself would fail.
+pub(super) fn found_some(
+    spec: &Spec<'_>,
+    keys: CommandKeys,
+    routing: bool,
+) -> Result<CommandKeys, CommandError> {
     if keys.count == 0 && has_keys(spec, routing) && spec.flags & cmd::NO_MANDATORY_KEYS == 0 {
-        // The servers' `COMMAND GETKEYS` says "Invalid arguments specified
-        // for command", and the command itself would fail.
         return Err(CommandError::InvalidArguments);
     }
     Ok(keys)
@@ -174,7 +183,11 @@ pub(super) fn keys_of(
 
 /// `getKeysUsingKeySpecs`: every spec, in order; a spec that fails (or is
 /// incomplete) fails the whole search.
-pub(super) fn by_specs(spec: &Spec, args: &[&[u8]], routing: bool) -> Result<CommandKeys, Invalid> {
+pub(super) fn by_specs(
+    spec: &Spec<'_>,
+    args: &[&[u8]],
+    routing: bool,
+) -> Result<CommandKeys, Invalid> {
     let argc = args.len() as i64;
     let mut keys = CommandKeys::none();
     for key_spec in spec.keys {
@@ -252,7 +265,9 @@ pub(super) fn by_specs(spec: &Spec, args: &[&[u8]], routing: bool) -> Result<Com
             }
             Find::Unknown => return Err(Invalid::Other),
         };
-        if last >= argc || last < first || first >= argc {
+        // The name is never a key: a spec that points at it (none of the
+        // table's; a learned one may) cannot say.
+        if last >= argc || last < first || first >= argc || first < 1 {
             return Err(Invalid::Other);
         }
         keys.push(KeyRange {

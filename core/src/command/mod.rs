@@ -25,80 +25,22 @@
 mod error;
 mod index;
 mod keys;
+mod learned;
 mod spec;
 mod table;
+mod target;
 
 pub use self::error::CommandError;
 use self::index::lookup;
 pub use self::keys::CommandKeys;
 use self::keys::{check_arity, find_keys, has_keys, keys_of, lone_key};
-use self::spec::{cmd, Spec};
+pub use self::learned::{
+    learn_command, LearnError, LearnedCommand, MAX_LEARNED_KEY_SPECS, MAX_LEARNED_NAME,
+};
+use self::spec::Spec;
 pub use self::spec::{Fanout, Reply};
+pub use self::target::{keys_target, CommandInfo, Target};
 use crate::slot_for_key;
-
-/// Where a command line must go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// To the owner of this slot: every key of the command hashes to it.
-    Slot(u16),
-    /// To any node: no keys, no fan-out (`PING`, `ECHO`, `EVAL` of no key).
-    AnyNode,
-    /// To every master, answers combined as the [`Reply`] says.
-    AllMasters(Reply),
-    /// To every node, replicas included.
-    AllNodes(Reply),
-}
-
-/// What the tables say of a command: the servers' flags, for a client that
-/// treats reads, writes and blocking commands differently.
-#[derive(Clone, Copy, Debug)]
-pub struct CommandInfo {
-    spec: &'static Spec,
-}
-
-impl CommandInfo {
-    /// The command's name (a subcommand's without its container's).
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.spec.name
-    }
-
-    /// It may change data (`write`): only a primary takes it.
-    #[must_use]
-    pub fn is_write(&self) -> bool {
-        self.spec.flags & cmd::WRITE != 0
-    }
-
-    /// It only reads data (`readonly`): a replica may answer it.
-    #[must_use]
-    pub fn is_read_only(&self) -> bool {
-        self.spec.flags & cmd::READONLY != 0
-    }
-
-    /// It may block the connection (`BLPOP`, `XREAD BLOCK`).
-    #[must_use]
-    pub fn is_blocking(&self) -> bool {
-        self.spec.flags & cmd::BLOCKING != 0
-    }
-
-    /// A pub/sub command, which changes what the connection receives.
-    #[must_use]
-    pub fn is_pubsub(&self) -> bool {
-        self.spec.flags & cmd::PUBSUB != 0
-    }
-
-    /// It may not run inside `MULTI` (`no_multi`).
-    #[must_use]
-    pub fn refused_in_transactions(&self) -> bool {
-        self.spec.flags & cmd::NO_MULTI != 0
-    }
-
-    /// Which nodes it goes to when it has no keys.
-    #[must_use]
-    pub fn fanout(&self) -> Fanout {
-        self.spec.fanout
-    }
-}
 
 /// Where the command line `args` (the name first) must go: the slot of its
 /// keys (all of them in one; shard channels count as keys), any node, or
@@ -118,43 +60,27 @@ pub fn command_target(args: &[&[u8]]) -> Result<Target, CommandError> {
 ///
 /// # Errors
 /// As [`command_target`].
-pub fn command_route(args: &[&[u8]]) -> Result<(Target, CommandInfo), CommandError> {
+pub fn command_route(args: &[&[u8]]) -> Result<(Target, CommandInfo<'static>), CommandError> {
     let spec = lookup(args)?;
     check_arity(spec, args.len())?;
     if let Some(at) = lone_key(spec).filter(|&at| at < args.len()) {
-        return Ok((Target::Slot(slot_for_key(args[at])), CommandInfo { spec }));
+        return Ok((Target::Slot(slot_for_key(args[at])), CommandInfo::of(spec)));
     }
     route_by_search(spec, args)
 }
 
 /// [`command_route`] by the whole search (its way for any command; the
 /// short way for one key at a fixed place must agree with it).
-fn route_by_search(
-    spec: &'static Spec,
+fn route_by_search<'a>(
+    spec: &Spec<'a>,
     args: &[&[u8]],
-) -> Result<(Target, CommandInfo), CommandError> {
+) -> Result<(Target, CommandInfo<'a>), CommandError> {
     let keys = keys_of(spec, args, true)?;
-    let mut slot = None;
-    for at in keys {
-        let key_slot = slot_for_key(args.get(at).copied().unwrap_or_default());
-        match slot {
-            None => slot = Some(key_slot),
-            Some(first) if first != key_slot => {
-                return Err(CommandError::CrossSlot {
-                    first,
-                    second: key_slot,
-                })
-            }
-            Some(_) => {}
-        }
-    }
-    let target = match (slot, spec.fanout) {
-        (Some(slot), _) => Target::Slot(slot),
-        (None, Fanout::None) => Target::AnyNode,
-        (None, Fanout::AllMasters(reply)) => Target::AllMasters(reply),
-        (None, Fanout::AllNodes(reply)) => Target::AllNodes(reply),
-    };
-    Ok((target, CommandInfo { spec }))
+    let target = keys_target(
+        keys.map(|at| args.get(at).copied().unwrap_or_default()),
+        spec.fanout,
+    )?;
+    Ok((target, CommandInfo::of(spec)))
 }
 
 /// The positions in `args` of the command's keys, in the servers' order:
@@ -170,8 +96,8 @@ pub fn command_keys(args: &[&[u8]]) -> Result<CommandKeys, CommandError> {
 /// What the tables say of the command `args` names (its subcommand's
 /// entry where it has one), or `None` for an unknown command.
 #[must_use]
-pub fn command_info(args: &[&[u8]]) -> Option<CommandInfo> {
-    lookup(args).ok().map(|spec| CommandInfo { spec })
+pub fn command_info(args: &[&[u8]]) -> Option<CommandInfo<'static>> {
+    lookup(args).ok().map(CommandInfo::of)
 }
 
 /// The name of every command the tables know (lowercase, in byte order;
@@ -271,7 +197,7 @@ mod tests {
     }
 
     /// The name index against a search of the whole table.
-    fn find_by_search(name: &[u8]) -> Option<&'static Spec> {
+    fn find_by_search(name: &[u8]) -> Option<&'static Spec<'static>> {
         COMMANDS
             .iter()
             .find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))

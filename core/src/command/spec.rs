@@ -42,36 +42,34 @@ pub(crate) mod key {
     pub(crate) const VARIABLE_FLAGS: u16 = 1 << 10;
 }
 
-/// A command as the servers describe it.
-#[derive(Debug)]
-pub(crate) struct Spec {
-    pub(crate) name: &'static str,
+/// A command as the servers describe it: the table's (`'static`), or
+/// one learned from a server (`learned.rs`), borrowed from where it is kept.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spec<'a> {
+    pub(crate) name: &'a str,
     /// `n`: exactly `n` arguments (the name included); `-n`: at least `n`.
     pub(crate) arity: i8,
     pub(crate) flags: u32,
     pub(crate) fanout: Fanout,
-    pub(crate) keys: &'static [KeySpec],
+    pub(crate) keys: &'a [KeySpec<'a>],
     pub(crate) fallback: Fallback,
-    pub(crate) subcommands: &'static [Spec],
+    pub(crate) subcommands: &'a [Spec<'a>],
 }
 
 /// Where a key spec's search begins.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Begin {
+pub(crate) enum Begin<'a> {
     /// At this argument.
     Index(i8),
     /// After the first `keyword` found from `start_from` (negative: counted
     /// from the end, searching backwards).
-    Keyword {
-        keyword: &'static str,
-        start_from: i8,
-    },
+    Keyword { keyword: &'a str, start_from: i8 },
     /// The spec cannot say.
     Unknown,
 }
 
 /// Which arguments from there are keys.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Find {
     /// `last_key` arguments on (negative: counted from the end), every
     /// `step`-th; with `limit` > 1 and `last_key` -1, only the first
@@ -89,9 +87,9 @@ pub(crate) enum Find {
 
 /// One key specification.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct KeySpec {
+pub(crate) struct KeySpec<'a> {
     pub(crate) flags: u16,
-    pub(crate) begin: Begin,
+    pub(crate) begin: Begin<'a>,
     pub(crate) find: Find,
 }
 

@@ -10,7 +10,7 @@ use super::spec::{cmd, key, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec}
 
 /// Every command, by name (lowercase, in byte order, for binary search);
 /// `index.rs` builds the name index from it at compile time.
-pub(crate) const TABLE: [Spec; 241] = [
+pub(crate) const TABLE: [Spec<'static>; 241] = [
     Spec {
         name: "acl",
         arity: -2,

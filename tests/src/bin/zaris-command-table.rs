@@ -480,7 +480,7 @@ use super::spec::{{cmd, key, Begin, Fallback, Fanout, Find, KeySpec, Reply, Spec
 
 /// Every command, by name (lowercase, in byte order, for binary search);
 /// `index.rs` builds the name index from it at compile time.
-pub(crate) const TABLE: [Spec; {count}] = [
+pub(crate) const TABLE: [Spec<'static>; {count}] = [
 {body}];
 "
     );
