@@ -105,6 +105,17 @@ pub(crate) struct Config {
     pub learn_instead: Vec<Vec<u8>>,
 }
 
+impl Config {
+    /// The deadline of a call that starts at `started` (none without a
+    /// request time-out).
+    pub(crate) fn deadline_from(
+        &self,
+        started: tokio::time::Instant,
+    ) -> Option<tokio::time::Instant> {
+        self.policy.deadline.map(|d| started + d)
+    }
+}
+
 type EnvLookup = Box<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
 
 /// Settings for [`crate::Client`]. Explicit settings win over the

@@ -60,6 +60,7 @@ mod failure;
 mod function;
 mod gate;
 mod inner;
+mod keyspace;
 mod learned;
 mod lease;
 mod metrics;
@@ -91,9 +92,10 @@ pub use config::{
 pub use conn::Credentials;
 pub use error::Error;
 pub use function::Library;
+pub use keyspace::{KeyspaceEvent, KeyspaceEvents};
 pub use ownership::{OwnershipChanges, OwnershipEvent, Revealed};
 pub use pipeline::Pipeline;
-pub use pubsub::{Received, Subscription};
+pub use pubsub::{Listening, Received, Subscription};
 /// The TLS library [`Builder::tls`] takes a configuration of, re-exported
 /// so its version always matches.
 pub use rustls;

@@ -101,6 +101,16 @@ impl Pipeline {
         self.wait_for_learning(&args)
     }
 
+    /// The commands kept for learning, learned and added, in order.
+    #[cold]
+    async fn plan_waiting(&mut self) {
+        for args in std::mem::take(&mut self.waiting) {
+            let args: SmallVec<[&[u8]; 8]> = args.iter().map(Vec::as_slice).collect();
+            let plan = self.inner.plan_learning(&args).await;
+            self.add(&args, plan);
+        }
+    }
+
     /// Keeps `args` until the pipeline runs: it, or a command before it,
     /// is one the client must learn first.
     #[cold]
@@ -199,10 +209,9 @@ impl Pipeline {
     /// (cross-slot, unknown, the server's error, the last status once its
     /// retries stop) is its own result.
     pub async fn run(&mut self) -> Result<Vec<Result<Value, Error>>, Error> {
-        for args in std::mem::take(&mut self.waiting) {
-            let args: SmallVec<[&[u8]; 8]> = args.iter().map(Vec::as_slice).collect();
-            let plan = self.inner.plan_learning(&args).await;
-            self.add(&args, plan);
+        if !self.waiting.is_empty() {
+            // Boxed: a pipeline that waits for nothing carries none of it.
+            Box::pin(self.plan_waiting()).await;
         }
         let batch = Batch {
             bytes: std::mem::take(&mut self.bytes).freeze(),

@@ -77,27 +77,40 @@ pub enum Received {
 /// [`Client::psubscribe`]): a
 /// [`futures_core::Stream`] of [`Received`]. Dropping it unsubscribes and
 /// closes its connections.
-pub struct Subscription {
-    events: mpsc::UnboundedReceiver<Received>,
+pub type Subscription = Listening<Received>;
+
+/// What a task listening for the client hands out, as a
+/// [`futures_core::Stream`] ([`Subscription`], [`crate::KeyspaceEvents`]).
+/// Dropping it ends the task and closes its connections.
+pub struct Listening<T> {
+    events: mpsc::UnboundedReceiver<T>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl futures_core::Stream for Subscription {
-    type Item = Received;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
-        self.events.poll_recv(cx)
+impl<T> Listening<T> {
+    /// The stream of what `task` sends on `events`'s other end.
+    pub(crate) fn new(
+        events: mpsc::UnboundedReceiver<T>,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Self {
+        Self { events, task }
     }
-}
 
-impl Subscription {
-    /// The next message or gap notice (`None` once the client is gone).
-    pub async fn next(&mut self) -> Option<Received> {
+    /// The next item (`None` once the client is gone).
+    pub async fn next(&mut self) -> Option<T> {
         self.events.recv().await
     }
 }
 
-impl Drop for Subscription {
+impl<T> futures_core::Stream for Listening<T> {
+    type Item = T;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl<T> Drop for Listening<T> {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -219,18 +232,10 @@ impl Client {
             events,
             refresh_needed: false,
         };
-        let deadline = self
-            .inner
-            .config()
-            .policy
-            .deadline
-            .map(|d| Instant::now() + d);
+        let deadline = self.inner.config().deadline_from(Instant::now());
         subscriber.confirm_all(deadline).await?;
         let task = tokio::spawn(subscriber.run());
-        Ok(Subscription {
-            events: stream,
-            task,
-        })
+        Ok(Subscription::new(stream, task))
     }
 
     /// Publishes `payload` on the sharded `channel` (`SPUBLISH`), sent to
@@ -351,7 +356,7 @@ struct Subscriber {
     channels: Vec<Channel>,
     nodes: seam::HashMap<Arc<str>, NodeConn>,
     frames: mpsc::UnboundedReceiver<(Arc<str>, Result<Frame, ConnError>)>,
-    frames_to: mpsc::UnboundedSender<(Arc<str>, Result<Frame, ConnError>)>,
+    frames_to: Frames,
     events: mpsc::UnboundedSender<Received>,
     refresh_needed: bool,
 }
@@ -592,25 +597,7 @@ impl Subscriber {
                 return Ok(node.commands.clone());
             }
         }
-        let options = &self.inner.config().conn;
-        let stream = open(addr, self.inner.config().attempt_timeout, options)
-            .await
-            .map_err(|e| lost_connection(addr, &e))?;
-        let (commands, queue) = mpsc::unbounded_channel();
-        if let Some(source) = &options.credentials {
-            let credentials = source().await.map_err(|why| Error::Auth {
-                node: addr.to_string(),
-                detail: format!("the credentials provider: {why}"),
-            })?;
-            let _ = commands.send(credentials.command());
-        }
-        tokio::spawn(listen(
-            stream,
-            queue,
-            self.frames_to.clone(),
-            addr.clone(),
-            options.limits,
-        ));
+        let commands = connect(&self.inner, addr, &self.frames_to).await?;
         self.nodes.insert(
             addr.clone(),
             NodeConn {
@@ -619,6 +606,40 @@ impl Subscriber {
         );
         Ok(commands)
     }
+}
+
+/// Where a subscription's connections hand their frames: each with its
+/// node, the end of a connection as its error.
+pub(crate) type Frames = mpsc::UnboundedSender<(Arc<str>, Result<Frame, ConnError>)>;
+
+/// A connection of a subscription's own to `addr` (authenticated as the
+/// client's are), its frames handed to `frames`: the sender of the
+/// commands to write on it. Dropping the sender closes it.
+pub(crate) async fn connect(
+    inner: &Inner,
+    addr: &Arc<str>,
+    frames: &Frames,
+) -> Result<mpsc::UnboundedSender<Bytes>, Error> {
+    let options = &inner.config().conn;
+    let stream = open(addr, inner.config().attempt_timeout, options)
+        .await
+        .map_err(|e| lost_connection(addr, &e))?;
+    let (commands, queue) = mpsc::unbounded_channel();
+    if let Some(source) = &options.credentials {
+        let credentials = source().await.map_err(|why| Error::Auth {
+            node: addr.to_string(),
+            detail: format!("the credentials provider: {why}"),
+        })?;
+        let _ = commands.send(credentials.command());
+    }
+    tokio::spawn(listen(
+        stream,
+        queue,
+        frames.clone(),
+        addr.clone(),
+        options.limits,
+    ));
+    Ok(commands)
 }
 
 /// A subscription connection to `addr` that failed (or never opened).

@@ -4,6 +4,8 @@
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
+use tokio::time::Instant;
+
 use zaris_core::{OwnerId, OwnershipChange, RouteError, SegmentTable, NO_OWNER, SLOT_COUNT};
 
 use crate::config::ReadFrom;
@@ -22,6 +24,9 @@ pub(crate) struct Snapshot {
     /// A server with cluster support off: one node owns every slot, and
     /// keys of any slots go to it together.
     standalone: bool,
+    /// When it was made: what it says held then (a refresh's answer, a
+    /// pushed change).
+    pub(crate) made: Instant,
 }
 
 impl Snapshot {
@@ -34,6 +39,7 @@ impl Snapshot {
             replicas: Vec::new(),
             by_owner: OnceLock::new(),
             standalone: false,
+            made: Instant::now(),
         }
     }
 
@@ -178,6 +184,7 @@ impl Snapshot {
                 replicas,
                 by_owner: OnceLock::new(),
                 standalone: self.standalone,
+                made: Instant::now(),
             };
             (next, changed)
         })

@@ -71,6 +71,7 @@ const SPREAD: &[(&str, &[&str], &str)] = &[
             "command",
             "compat",
             "function",
+            "keyspace",
             "pipeline",
             "pubsub",
             "scan",

@@ -69,7 +69,7 @@ impl Retrying {
 /// shares it, as they started together, and a retry's state counts from
 /// then too.
 pub(super) fn deadline_of(inner: &Inner, started: Instant) -> Option<Instant> {
-    inner.config().policy.deadline.map(|d| started + d)
+    inner.config().deadline_from(started)
 }
 
 /// What a round of failures asks of the next: a map refresh (waiting at
