@@ -14,6 +14,7 @@ use crate::cache::Cache;
 use crate::codec::{encode_into, room_for, write_command, Frame};
 use crate::config::Config;
 use crate::gate::{Gate, Redirects};
+use crate::hearing::Hearing;
 use crate::learned::Learned;
 use crate::ownership::{Announcer, Revealed};
 use crate::pool::Registry;
@@ -51,6 +52,8 @@ pub(crate) struct Inner {
     publishing: Mutex<()>,
     /// Commands the table lacks, learned from the cluster.
     learned: Learned,
+    /// Which nodes the keyspace subscriptions hear.
+    hearing: Hearing,
 }
 
 impl Inner {
@@ -82,6 +85,7 @@ impl Inner {
             cache,
             publishing: Mutex::new(()),
             learned,
+            hearing: Hearing::default(),
         }
     }
 
@@ -143,6 +147,12 @@ impl Inner {
     /// Where `Client::ownership_changes` listeners subscribe.
     pub(crate) fn announcer(&self) -> &Announcer {
         &self.announcer
+    }
+
+    /// Which nodes the keyspace subscriptions hear.
+    #[inline]
+    pub(crate) fn hearing(&self) -> &Hearing {
+        &self.hearing
     }
 
     /// Commands the table lacks, learned from the cluster.

@@ -4,7 +4,9 @@
 //! map, on a connection of its own to each, and follows the map: a master
 //! that appears (a failover, a scale-out) is subscribed as soon as the map
 //! names it, and one that leaves is let go once the nodes that took its
-//! slots are heard.
+//! slots are heard. A write of this client's to a node a subscription
+//! does not hear yet waits, within its attempt, until it does
+//! (`hearing.rs`): its own writes' notifications are heard.
 //!
 //! What may have been missed is said, never left to silence: each slot is
 //! *heard* from its owner since the owner's subscription was confirmed. A
@@ -105,6 +107,7 @@ impl Client {
     ) -> Result<KeyspaceEvents, Error> {
         let (events, stream) = mpsc::unbounded_channel();
         let (frames_to, frames) = mpsc::unbounded_channel();
+        let (id, asked) = self.inner.hearing().join();
         let mut watcher = Watcher {
             inner: self.inner.clone(),
             pattern: Bytes::copy_from_slice(pattern.as_ref()),
@@ -114,6 +117,8 @@ impl Client {
             events,
             slots: vec![Heard::Not; usize::from(SLOT_COUNT)],
             map: self.inner.map_full(),
+            id,
+            asked,
         };
         let deadline = self.inner.config().deadline_from(Instant::now());
         watcher.start(deadline).await?;
@@ -163,7 +168,13 @@ struct NodeSub {
     sent: Instant,
     /// When a frame last came from it.
     heard: Instant,
+    /// When a write last asked for it (a node a write reached by `ASK`
+    /// before the map names it): kept a while, though no slot is its.
+    asked: Option<Instant>,
 }
+
+/// How long a node a write asked for is kept without a slot of its own.
+const ASKED_FOR: Duration = Duration::from_secs(5);
 
 /// The subscription's task.
 struct Watcher {
@@ -176,6 +187,16 @@ struct Watcher {
     slots: Vec<Heard>,
     /// The map the slots were last compared with.
     map: Arc<Snapshot>,
+    /// Its id among the client's subscriptions (`Inner::hearing`), and
+    /// the nodes writes ask it to hear before they go.
+    id: u64,
+    asked: mpsc::UnboundedReceiver<Arc<str>>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.inner.hearing().leave(self.id);
+    }
 }
 
 impl Watcher {
@@ -237,6 +258,15 @@ impl Watcher {
                         let _ = sub.commands.send(encode(&[&[b"PING"]]));
                     }
                 }
+                asked = self.asked.recv() => {
+                    let Some(addr) = asked else { return };
+                    if let Err(error) = self.subscribe(&addr).await {
+                        tracing::debug!(%error, "keyspace notifications: subscribing before a write");
+                    }
+                    if let Some(sub) = self.nodes.get_mut(&addr) {
+                        sub.asked = Some(Instant::now());
+                    }
+                }
                 () = self.events.closed() => return,
             }
         }
@@ -250,6 +280,7 @@ impl Watcher {
             Err(error) => {
                 tracing::info!(node = %addr, %error, "keyspace notifications: a node lost");
                 let heard = self.nodes.remove(addr).map_or(now, |sub| sub.heard);
+                self.inner.hearing().hears(self.id, addr, false);
                 for slot in &mut self.slots {
                     if matches!(slot, Heard::From { node, .. } if node == addr) {
                         *slot = Heard::Missing {
@@ -282,6 +313,7 @@ impl Watcher {
             }
             Some(b"psubscribe") => {
                 sub.confirmed.get_or_insert(now);
+                self.inner.hearing().hears(self.id, addr, true);
             }
             _ => {}
         }
@@ -290,34 +322,38 @@ impl Watcher {
     /// Subscribes every master of the map not subscribed yet (or not
     /// confirmed in time). Returns the last error met.
     async fn subscribe_masters(&mut self) -> Option<Error> {
-        let map = self.inner.map_full();
         let mut last = None;
-        let now = Instant::now();
-        for node in map.active_owners() {
-            if let Some(sub) = self.nodes.get(&node.addr) {
-                let stale = sub.confirmed.is_none() && now - sub.sent > CONFIRM_WITHIN;
-                if !stale && !sub.commands.is_closed() {
-                    continue;
-                }
-            }
-            match connect(&self.inner, &node.addr, &self.frames_to).await {
-                Ok(commands) => {
-                    let _ = commands.send(encode(&[&[b"PSUBSCRIBE", &self.pattern[..]]]));
-                    let now = Instant::now();
-                    self.nodes.insert(
-                        node.addr.clone(),
-                        NodeSub {
-                            commands,
-                            confirmed: None,
-                            sent: now,
-                            heard: now,
-                        },
-                    );
-                }
-                Err(e) => last = Some(e),
+        for node in self.inner.map().active_owners() {
+            if let Err(e) = self.subscribe(&node.addr).await {
+                last = Some(e);
             }
         }
         last
+    }
+
+    /// Subscribes `addr`, unless it is subscribed (or being, for less
+    /// than [`CONFIRM_WITHIN`]).
+    async fn subscribe(&mut self, addr: &Arc<str>) -> Result<(), Error> {
+        if let Some(sub) = self.nodes.get(addr) {
+            let stale = sub.confirmed.is_none() && sub.sent.elapsed() > CONFIRM_WITHIN;
+            if !stale && !sub.commands.is_closed() {
+                return Ok(());
+            }
+        }
+        let commands = connect(&self.inner, addr, &self.frames_to).await?;
+        let _ = commands.send(encode(&[&[b"PSUBSCRIBE", &self.pattern[..]]]));
+        let now = Instant::now();
+        self.nodes.insert(
+            addr.clone(),
+            NodeSub {
+                commands,
+                confirmed: None,
+                sent: now,
+                heard: now,
+                asked: None,
+            },
+        );
+        Ok(())
     }
 
     /// Each slot against its owner in the map: heard from it (confirmed
@@ -410,12 +446,17 @@ impl Watcher {
             .iter()
             .map(|n| n.addr.clone())
             .collect();
-        let slots = &self.slots;
-        self.nodes.retain(|addr, _| {
-            masters.contains(addr)
+        let (slots, hearing, id) = (&self.slots, self.inner.hearing(), self.id);
+        self.nodes.retain(|addr, sub| {
+            let kept = masters.contains(addr)
+                || sub.asked.is_some_and(|at| at.elapsed() < ASKED_FOR)
                 || slots
                     .iter()
-                    .any(|s| matches!(s, Heard::From { node, .. } if node == addr))
+                    .any(|s| matches!(s, Heard::From { node, .. } if node == addr));
+            if !kept {
+                hearing.hears(id, addr, false);
+            }
+            kept
         });
     }
 }

@@ -59,6 +59,7 @@ mod error;
 mod failure;
 mod function;
 mod gate;
+mod hearing;
 mod inner;
 mod keyspace;
 mod learned;

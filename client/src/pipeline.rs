@@ -93,12 +93,34 @@ impl Pipeline {
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> &mut Self {
         let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
         if self.waiting.is_empty() {
-            let plan = self.inner.plan(&args);
-            if plan.is_ok() || !to_learn(&plan) {
-                return self.add(&args, plan);
+            match self.inner.plan(&args) {
+                // Most commands: one request to a slot's owner.
+                Ok((Plan::Slot(slot), info)) => return self.add_one(&args, slot, info),
+                plan if !to_learn(&plan) => return self.add(&args, plan),
+                _ => {}
             }
         }
         self.wait_for_learning(&args)
+    }
+
+    /// Adds `args` as one request to `slot`'s owner.
+    #[inline(always)]
+    fn add_one(&mut self, args: &[&[u8]], slot: u16, info: Info) -> &mut Self {
+        if self.requests.capacity() == 0 {
+            self.make_room(args);
+        }
+        let encoded = self.inner.encode_command(&mut self.bytes, args, info);
+        self.requests.push(Request {
+            end: self.bytes.len(),
+            route: Route::Slot(slot),
+            name: info.name(),
+            replies: encoded.replies as u8,
+            write: encoded.write,
+            blocking: encoded.blocking,
+            read: encoded.read,
+        });
+        self.commands += 1;
+        self
     }
 
     /// The commands kept for learning, learned and added, in order.
@@ -121,51 +143,38 @@ impl Pipeline {
     }
 
     /// Adds `args`, planned so.
-    #[inline]
     fn add(&mut self, args: &[&[u8]], plan: Result<(Plan, Info), Error>) -> &mut Self {
-        if self.requests.capacity() == 0 {
-            self.make_room(args);
-        }
         let command = match plan {
-            Ok((Plan::Slot(slot), info)) => {
-                let encoded = self.inner.encode_command(&mut self.bytes, args, info);
-                self.requests.push(Request {
-                    end: self.bytes.len(),
-                    route: Route::Slot(slot),
-                    name: info.name(),
-                    replies: encoded.replies as u8,
-                    write: encoded.write,
-                    blocking: encoded.blocking,
-                    read: encoded.read,
-                });
-                None
-            }
-            Ok((plan, info)) => match self.inner.planned_as(plan, info, args) {
-                Ok(planned) => {
-                    for part in &planned.parts {
-                        self.bytes.extend_from_slice(&part.packed.bytes);
-                        self.requests.push(Request {
-                            end: self.bytes.len(),
-                            route: part.route.clone(),
-                            name: part.packed.name,
-                            replies: part.packed.replies as u8,
-                            write: part.write,
-                            blocking: part.packed.blocking,
-                            read: part.packed.read,
-                        });
-                    }
-                    Some(Command::Many {
-                        parts: planned.parts.len(),
-                        join: planned.join,
-                    })
+            Ok((Plan::Slot(slot), info)) => return self.add_one(args, slot, info),
+            Ok((plan, info)) => {
+                if self.requests.capacity() == 0 {
+                    self.make_room(args);
                 }
-                Err(e) => Some(Command::Refused(e)),
-            },
-            Err(e) => Some(Command::Refused(e)),
+                match self.inner.planned_as(plan, info, args) {
+                    Ok(planned) => {
+                        for part in &planned.parts {
+                            self.bytes.extend_from_slice(&part.packed.bytes);
+                            self.requests.push(Request {
+                                end: self.bytes.len(),
+                                route: part.route.clone(),
+                                name: part.packed.name,
+                                replies: part.packed.replies as u8,
+                                write: part.write,
+                                blocking: part.packed.blocking,
+                                read: part.packed.read,
+                            });
+                        }
+                        Command::Many {
+                            parts: planned.parts.len(),
+                            join: planned.join,
+                        }
+                    }
+                    Err(e) => Command::Refused(e),
+                }
+            }
+            Err(e) => Command::Refused(e),
         };
-        if let Some(command) = command {
-            self.uncommon.push((self.commands, command));
-        }
+        self.uncommon.push((self.commands, command));
         self.commands += 1;
         self
     }

@@ -32,6 +32,7 @@ const BELOW_THE_STATE: &[&str] = &[
     "error",
     "failure",
     "gate",
+    "hearing",
     "learned",
     "metrics",
     "ownership",

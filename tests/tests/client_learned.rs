@@ -17,8 +17,11 @@ use zaris_tests::{each_server, patient, runtime, Frame};
 
 /// Commands the clients below are taken not to know, of every shape: one
 /// key (`GETEX`, `GETDEL`, `INCRBY`), a key count (`LMPOP`), specs that
-/// cannot say (`SORT ... STORE`), a container (`OBJECT ENCODING`).
-const LEARNED: &[&str] = &["getex", "getdel", "incrby", "lmpop", "sort", "object"];
+/// cannot say (`SORT ... STORE`), a container (`OBJECT ENCODING`), a
+/// command whose tips fan it out and sum the answers (`DBSIZE`).
+const LEARNED: &[&str] = &[
+    "getex", "getdel", "incrby", "lmpop", "sort", "object", "dbsize",
+];
 
 /// How many times the nodes were asked `COMMAND INFO`, in all.
 fn command_info_calls(cluster: &Cluster) -> u64 {
@@ -122,6 +125,24 @@ fn commands_the_table_lacks_are_learned_once_and_routed_to_their_owner() {
             assert_eq!(
                 sorted,
                 Ok(Value::Array(vec![data("1"), data("2"), data("3")]))
+            );
+            // Tips: DBSIZE is `request_policy:all_shards`,
+            // `response_policy:agg_sum`: every master, summed.
+            let mut total = 0;
+            for i in cluster.running() {
+                if cluster.is_master(i).unwrap() {
+                    let size = cluster.conn(i).unwrap().command(&[b"DBSIZE"]).unwrap();
+                    let Frame::Integer(size) = size else {
+                        panic!("DBSIZE answered {size:?}")
+                    };
+                    total += size;
+                }
+            }
+            assert!(total > 100, "{server}: keys on every master");
+            assert_eq!(
+                client.cmd(&["DBSIZE"]).await,
+                Ok(Value::Int(total)),
+                "{server}"
             );
             // A name no node knows: the server's own refusal.
             let unknown = client.cmd(&["NOSUCHCOMMAND", "k"]).await;

@@ -240,10 +240,15 @@ impl Inner {
     #[inline]
     pub(crate) fn plan(&self, args: &[&[u8]]) -> Result<(Plan, Info), Error> {
         refuse(args)?;
-        match self.route(args) {
-            Ok((target, info)) => Ok(self.plan_of(target, info)),
-            routed => self.plan_routed(args, routed),
+        // The table's commands, routed: the common way, with no error to
+        // carry.
+        let name = args.first().copied().unwrap_or_default();
+        if !self.learned().instead(name) {
+            if let Ok((target, info)) = command_route(args) {
+                return Ok(self.plan_of(target, info));
+            }
         }
+        self.plan_routed(args, self.route(args))
     }
 
     /// Where `args` go: by the table, or by what this client learned of a

@@ -185,12 +185,23 @@ impl<R: Requests + ?Sized> Round<'_, R> {
         // Only a node that has stopped answering is raced against the map.
         let racing = !share.dedicated && share.node.unanswered();
         let slots = if racing { slots() } else { SmallVec::new() };
-        if slots.is_empty() {
+        // A write waits, within its attempt, for the keyspace
+        // subscriptions to hear its node (one load when there are none).
+        let hearing = inner.hearing().any();
+        if slots.is_empty() && !hearing {
             return inner
                 .write_share(share, requests, round, (until, last), room)
                 .await;
         }
         Box::pin(async {
+            if hearing && !reads_only(requests, round, share) {
+                inner.hearing().before_write(&share.node.addr, until).await;
+            }
+            if slots.is_empty() {
+                return inner
+                    .write_share(share, requests, round, (until, last), room)
+                    .await;
+            }
             tokio::select! {
                 sent = inner.write_share(share, requests, round, (until, last), room) => sent,
                 to = inner.owner_moves(&share.node, &slots) => {
