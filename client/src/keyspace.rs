@@ -204,7 +204,13 @@ impl Watcher {
     /// `deadline`): from then on, every slot with an owner is heard.
     async fn start(&mut self, deadline: Option<Instant>) -> Result<(), Error> {
         loop {
-            let last = self.subscribe_masters().await;
+            let mut last = self.subscribe_masters().await;
+            // Writes meanwhile ask for their nodes too.
+            while let Ok(addr) = self.asked.try_recv() {
+                if let Err(e) = self.subscribe(&addr).await {
+                    last = Some(e);
+                }
+            }
             let map = self.inner.map_full();
             let owners = map.active_owners();
             let all = !owners.is_empty()

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use zaris_core::{keys_target, learn_command, LearnedCommand, Target};
+use zaris_core::{keys_target, learn_command, CommandError, LearnedCommand, Target};
 
 use super::join;
 use super::plan::{refuse, to_learn, Info, Plan};
@@ -33,13 +33,20 @@ impl Inner {
             if !to_learn(&routed) {
                 return routed;
             }
+            let keys_unknown = matches!(
+                routed,
+                Err(Error::Command {
+                    error: CommandError::KeysNotDescribed,
+                    ..
+                })
+            );
             match self.learned().lookup(args) {
                 Lookup::Ask(name) => Box::pin(self.learn(&name)).await?,
-                Lookup::Known(command) => {
+                Lookup::Known(command) if keys_unknown => {
                     return Box::pin(self.route_by_server_keys(command, args)).await
                 }
                 // Learned meanwhile: route again.
-                Lookup::Unknown => {}
+                Lookup::Known(_) | Lookup::Unknown => {}
             }
         }
         self.route(args)
