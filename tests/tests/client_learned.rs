@@ -267,16 +267,22 @@ fn a_learned_command_writes_through_churn() {
         let tally = writer.stop(&rt);
         let counter = rt.block_on(client.get(key)).unwrap().unwrap();
         let counter: u64 = std::str::from_utf8(&counter).unwrap().parse().unwrap();
+        // A raw INCRBY is delivered at least once (docs/behaviour.md §6):
+        // one in flight when its master was killed may have landed and be
+        // sent again, once per retry after a lost connection.
+        let resent = client.stats().retries_after_transport_failure;
         eprintln!(
             "{server}: INCRBY (learned) through a failover, a move away and back, a write pause, \
              a frozen master and a kill -9 (node {promoted} promoted): {} acknowledged, \
-             {} of unknown outcome, the counter at {counter}",
+             {} of unknown outcome, {resent} retried after a lost connection, the counter at \
+             {counter}",
             tally.acknowledged, tally.unknown
         );
         assert!(tally.errors.is_empty(), "{server}: {:?}", tally.errors);
         assert!(
-            tally.accounts_for(counter),
-            "{server}: every acknowledged increment landed once, and no more than were sent"
+            (tally.acknowledged..=tally.acknowledged + tally.unknown + resent).contains(&counter),
+            "{server}: every acknowledged increment landed (durable writes), and none twice but \
+             a write its node could have lost"
         );
     });
 }
