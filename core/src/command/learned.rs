@@ -691,6 +691,10 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
+    // The tests build their replies with `format!`; the core itself has
+    // no `std` (`cargo test --no-default-features` runs these too).
+    extern crate std;
+
     use super::*;
     use crate::slot_for_key;
     use crate::Reply;
