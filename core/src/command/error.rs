@@ -58,9 +58,7 @@ impl fmt::Display for CommandError {
                 f,
                 "the keys hash to different slots ({first} and {second}): no one node can run the command"
             ),
-            CommandError::KeysNotDescribed => {
-                f.write_str("the command's description does not say which arguments are keys")
-            }
+            CommandError::KeysNotDescribed => f.write_str("keys not in the command's specs"),
         }
     }
 }

@@ -170,6 +170,7 @@ pub(super) fn keys_of(
 /// `keys`, unless none were found in a command that must have some: the
 /// servers' `COMMAND GETKEYS` says "Invalid arguments specified for
 /// command", and the command itself would fail.
+#[inline(always)]
 pub(super) fn found_some(
     spec: &Spec<'_>,
     keys: CommandKeys,
@@ -183,6 +184,9 @@ pub(super) fn found_some(
 
 /// `getKeysUsingKeySpecs`: every spec, in order; a spec that fails (or is
 /// incomplete) fails the whole search.
+// Always inlined: its one caller in a build without learned commands (the
+// wasm playground's) keeps the size it had before they came.
+#[inline(always)]
 pub(super) fn by_specs(
     spec: &Spec<'_>,
     args: &[&[u8]],

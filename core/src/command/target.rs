@@ -114,6 +114,7 @@ impl<'a> CommandInfo<'a> {
 ///
 /// # Errors
 /// [`CommandError::CrossSlot`]: the keys hash to different slots.
+#[inline]
 pub fn keys_target<'k>(
     keys: impl IntoIterator<Item = &'k [u8]>,
     fanout: Fanout,
