@@ -240,15 +240,11 @@ impl Inner {
     #[inline]
     pub(crate) fn plan(&self, args: &[&[u8]]) -> Result<(Plan, Info), Error> {
         refuse(args)?;
-        // The table's commands, routed: the common way, with no error to
-        // carry.
-        let name = args.first().copied().unwrap_or_default();
-        if !self.learned().instead(name) {
-            if let Ok((target, info)) = command_route(args) {
-                return Ok(self.plan_of(target, info));
-            }
+        match self.table_route(args) {
+            // The table's commands: the common way, with no error to carry.
+            Ok((target, info)) => Ok(self.plan_of(target, info)),
+            Err(error) => self.plan_routed(args, self.route_otherwise(args, error)),
         }
-        self.plan_routed(args, self.route(args))
     }
 
     /// Where `args` go: by the table, or by what this client learned of a
@@ -256,16 +252,19 @@ impl Inner {
     /// [`CommandError::UnknownCommand`] (or `UnknownSubcommand`).
     #[inline]
     pub(crate) fn route(&self, args: &[&[u8]]) -> Result<(Target, Info), Error> {
+        self.table_route(args)
+            .or_else(|error| self.route_otherwise(args, error))
+    }
+
+    /// Where the table says `args` go (a command this client is taken not
+    /// to know, `Builder::learn_instead`, is unknown to it).
+    #[inline]
+    fn table_route(&self, args: &[&[u8]]) -> Result<(Target, Info), CommandError> {
         let name = args.first().copied().unwrap_or_default();
-        let routed = if self.learned().instead(name) {
-            Err(CommandError::UnknownCommand)
-        } else {
-            command_route(args)
-        };
-        match routed {
-            Ok(routed) => Ok(routed),
-            Err(error) => self.route_otherwise(args, error),
+        if self.learned().instead(name) {
+            return Err(CommandError::UnknownCommand);
         }
+        command_route(args)
     }
 
     /// [`Inner::route`] where the table cannot say: a learned command, or
