@@ -1026,11 +1026,25 @@ impl Cluster {
     /// # Errors
     /// A node refused.
     pub fn move_slot(&self, slot: u16, to: usize) -> io::Result<()> {
-        let from = self.owner_index(slot)?;
-        if from == to {
-            return Ok(());
-        }
-        self.begin_migration(slot, from, to)?;
+        let mut tries = 0;
+        let from = loop {
+            let from = self.owner_index(slot)?;
+            if from == to {
+                return Ok(());
+            }
+            match self.begin_migration(slot, from, to) {
+                Ok(()) => break from,
+                // Just after a failover, a view may still name the master
+                // that stepped down (seen on Valkey 8 in CI): it refuses
+                // MIGRATING. Ask again once the cluster agrees.
+                Err(e) if tries < 3 && e.to_string().contains("only with masters") => {
+                    tries += 1;
+                    self.wait_healthy()?;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e),
+            }
+        };
         loop {
             let keys = self.keys_in_slot(from, slot)?;
             if keys.is_empty() {
