@@ -10,16 +10,21 @@
 //!    operation (this process's own `getrusage`: the servers are other
 //!    processes), and the servers' CPU (`INFO CPU`), to show when they are
 //!    the bottleneck;
-//! 3. user-space instructions per operation of each client in each of
-//!    those scenarios, under callgrind (a child process per client and
+//! 3. client-side cache hits ([`hits`]): Zaris's `GET` and `HGET` hits
+//!    against redis-rs's own cache (`cache-aio`) and an uncached `GET`, on
+//!    one current-thread runtime: the thread's CPU time and user-space
+//!    instructions per read, judged against the bars (a hit at most 250
+//!    ns, and at most 0.5x redis-rs's); `--no-hits` skips it;
+//! 4. user-space instructions per operation of each client in each of
+//!    the scenarios of 1 and 2, under callgrind (a child process per client and
 //!    scenario: one current-thread runtime, a fixed number of operations,
 //!    start-up and warm-up left out);
-//! 4. a write pause of one master (`CLIENT PAUSE ms WRITE`, 3 s and 12 s:
+//! 5. a write pause of one master (`CLIENT PAUSE ms WRITE`, 3 s and 12 s:
 //!    what a manual failover and atomic slot migration do) under reads and
 //!    `INCR`s there and reads elsewhere ([`pause`]): the longest and p99
 //!    read of the paused master, the others' longest, the failures, and
 //!    the increments applied twice (`--no-pause` skips it);
-//! 5. `kill -9` of a master under a write load, each client on a fresh
+//! 6. `kill -9` of a master under a write load, each client on a fresh
 //!    cluster: time until writes to its slots succeed again. Bounded: each
 //!    write has a 1 s time-out, and the phase ends [`RECOVERY_LIMIT`] after
 //!    the kill; a client whose writes are not back by then is reported so,
@@ -48,7 +53,7 @@
 //! 0.11 of their own threads per operation, and redis-rs's 0.16 and 0.11,
 //! although Zaris makes 0.79x redis-rs's calls.
 //!
-//! In the 16-task and pipeline scenarios, phases 1 to 3 also run Zaris
+//! In the 16-task and pipeline scenarios, phases 1, 2 and 4 also run Zaris
 //! through redis-rs's API (`zaris (redis-rs API)`: the `redis-compat`
 //! feature's `ConnectionLike`, driven by `AsyncCommands` and
 //! `redis::pipe()`), recorded beside Zaris, and print its cost over
@@ -57,7 +62,7 @@
 //! calls that skip the key-spec look-up) and over `Pipeline::cmd` (the
 //! `zaris` row) in the pipelines.
 //!
-//! Phases 1 and 3 also run a bare floor ([`bare`], `--no-bare` to leave
+//! Phases 1 and 4 also run a bare floor ([`bare`], `--no-bare` to leave
 //! it out): a shared connection per node and gathered writes, no
 //! redirections, retries, time-outs or reply values. What it costs is what
 //! any client on this runtime pays before its own features; it is printed
@@ -118,6 +123,8 @@ const BARE: &str = "bare";
 
 #[path = "client/bare.rs"]
 mod bare;
+#[path = "client/hits.rs"]
+mod hits;
 #[path = "client/pause.rs"]
 mod pause;
 
@@ -760,6 +767,12 @@ fn instruction_ops(shape: Shape, quick: bool) -> usize {
 /// number of operations inside [`zaris_measured_window`]; prints
 /// `ops N errors E`.
 fn instructions_child(name: &str, scenario: &str, seeds: &[String], quick: bool) {
+    if let Some(read) = hits::Read::parse(scenario) {
+        let ops = if quick { 2_000 } else { 10_000 };
+        let (ops, missed) = hits::child(name, read, seeds, ops, &mut zaris_measured_window);
+        println!("ops {ops} errors {missed}");
+        return;
+    }
     let shape = Shape::parse(scenario).expect("a scenario name");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -845,16 +858,16 @@ fn instructions_child(name: &str, scenario: &str, seeds: &[String], quick: bool)
 /// callgrind in a child (this bench again, `--instructions-child`).
 fn instructions(
     name: &str,
-    shape: Shape,
+    scenario: &str,
     seeds: &[String],
     quick: bool,
     keep: Option<&std::path::Path>,
 ) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let file = format!("{name}-{scenario}.out").replace([' ', ':'], "-");
     let profile = std::env::temp_dir().join(format!(
-        "zaris-bench-callgrind-{}-{name}-{}.out",
-        std::process::id(),
-        shape.name().replace(' ', "-")
+        "zaris-bench-callgrind-{}-{file}",
+        std::process::id()
     ));
     let mut command = std::process::Command::new("valgrind");
     command
@@ -866,12 +879,7 @@ fn instructions(
         ])
         .arg(format!("--callgrind-out-file={}", profile.display()))
         .arg(exe)
-        .args([
-            "--instructions-child",
-            name,
-            &shape.name(),
-            &seeds.join(","),
-        ]);
+        .args(["--instructions-child", name, scenario, &seeds.join(",")]);
     if quick {
         command.arg("--quick");
     }
@@ -882,7 +890,7 @@ fn instructions(
     match keep {
         // For `callgrind_annotate`: where the instructions go.
         Some(dir) => {
-            let kept = dir.join(format!("{name}-{}.out", shape.name().replace(' ', "-")));
+            let kept = dir.join(file);
             let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::rename(&profile, kept));
         }
         None => {
@@ -899,7 +907,17 @@ fn instructions(
     });
     let (Some((ops, errors)), Some(total)) = (counted, callgrind_total(&text)) else {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" / ");
+        // The child's panic, where it panicked; else valgrind's last words.
+        let panic: Vec<&str> = stderr
+            .lines()
+            .skip_while(|l| !l.contains("panicked"))
+            .take(2)
+            .collect();
+        let last = if panic.is_empty() {
+            stderr.lines().rev().take(3).collect::<Vec<_>>().join(" / ")
+        } else {
+            panic.join(" / ")
+        };
         return Err(format!(
             "the callgrind child failed ({}): {last}",
             output.status
@@ -911,6 +929,88 @@ fn instructions(
         ));
     }
     Ok(total as f64 / ops.max(1) as f64)
+}
+
+/// Phase 3: a cache hit's CPU time per read, Zaris's and redis-rs's,
+/// beside an uncached `GET` ([`hits`]), printed and returned as rows.
+fn cache_hits(
+    seeds: &[String],
+    only: Option<&str>,
+    rounds: usize,
+    quick: bool,
+) -> Vec<zaris_bench::clients::HitRow> {
+    let batches = if quick { 20 } else { 50 };
+    println!(
+        "==> [3/6] client-side cache hits: one current-thread runtime, {rounds} rounds of {batches} batches of 1,000 reads over 1,000 keys; \
+         the thread's CPU time per read (median of the rounds)"
+    );
+    println!(
+        "   {:<9} {:<16} {:>10} {:>12} {:>9}",
+        "client", "read", "CPU ns", "reads/CPU s", "cached"
+    );
+    let mut rows = Vec::new();
+    for read in hits::Read::ALL {
+        for name in hits::CLIENTS
+            .into_iter()
+            .filter(|n| only.is_none_or(|o| o == *n))
+        {
+            match hits::measure(name, read, seeds, rounds, batches) {
+                Ok(m) => {
+                    println!(
+                        "   {name:<9} {:<16} {:>10.0} {:>12} {:>8.1}%",
+                        read.name(),
+                        m.ns_per_read,
+                        m.reads,
+                        100.0 * m.hit_share
+                    );
+                    rows.push(zaris_bench::clients::HitRow {
+                        client: name.to_owned(),
+                        read: read.name().to_owned(),
+                        cpu_ns_per_read: m.ns_per_read,
+                        cached_share: m.hit_share,
+                        instructions_per_read: None,
+                    });
+                }
+                Err(e) => println!("   {name:<9} {:<16} {e}", read.name()),
+            }
+        }
+    }
+    for verdict in zaris_bench::clients::hit_verdicts(&rows) {
+        println!("   {verdict}");
+    }
+    rows
+}
+
+/// Whether valgrind runs here (the instruction counts need it).
+fn has_valgrind() -> bool {
+    std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Instructions per read of each hit row, under callgrind.
+fn count_hit_instructions(
+    seeds: &[String],
+    quick: bool,
+    keep: Option<&std::path::Path>,
+    rows: &mut [zaris_bench::clients::HitRow],
+) {
+    if !has_valgrind() {
+        return;
+    }
+    for row in rows.iter_mut() {
+        match instructions(&row.client, &row.read, seeds, quick, keep) {
+            Ok(per_read) => {
+                println!(
+                    "   {:<9} {:<16} {per_read:>9.0} instructions/read (callgrind)",
+                    row.client, row.read
+                );
+                row.instructions_per_read = Some(per_read);
+            }
+            Err(e) => println!("   {:<9} {:<16} instructions: {e}", row.client, row.read),
+        }
+    }
 }
 
 struct Recovery {
@@ -1026,10 +1126,11 @@ fn save(
     server: &str,
     cores: usize,
     rows: Vec<zaris_bench::clients::ClientRow>,
+    hits: Vec<zaris_bench::clients::HitRow>,
     pauses: Vec<zaris_bench::clients::PauseRow>,
     scratch: bool,
 ) {
-    if rows.is_empty() && pauses.is_empty() {
+    if rows.is_empty() && hits.is_empty() && pauses.is_empty() {
         return;
     }
     let run = zaris_bench::clients::ClientRun {
@@ -1039,6 +1140,7 @@ fn save(
         cpus: cores,
         server: server.to_owned(),
         rows,
+        hits,
         pauses,
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1180,7 +1282,7 @@ fn main() {
     };
     if !has("--no-single") {
         println!(
-            "==> [1/5] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [1/6] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -1229,7 +1331,7 @@ fn main() {
 
     if !has("--no-pipeline") {
         println!(
-            "==> [2/5] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+            "==> [2/6] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
             length.as_secs()
         );
         println!(
@@ -1309,11 +1411,17 @@ fn main() {
         println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
     }
     drop(drivers);
+    let keep = has("--keep-profiles").then(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-client/callgrind")
+    });
+    let mut hit_rows = Vec::new();
+    if !has("--no-hits") {
+        hit_rows = cache_hits(&seeds, only.as_deref(), rounds, has("--quick"));
+        if !has("--no-instructions") {
+            count_hit_instructions(&seeds, has("--quick"), keep.as_deref(), &mut hit_rows);
+        }
+    }
     if !has("--no-instructions") {
-        let keep = has("--keep-profiles").then(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/bench-client/callgrind")
-        });
         count_instructions(
             &shapes,
             &names,
@@ -1337,7 +1445,7 @@ fn main() {
             vec![Duration::from_secs(3), Duration::from_secs(12)]
         };
         println!(
-            "==> [4/5] a write pause on one master (CLIENT PAUSE WRITE) under 4 readers and 4 INCR writers there, 4 readers elsewhere; each client with its defaults"
+            "==> [5/6] a write pause on one master (CLIENT PAUSE WRITE) under 4 readers and 4 INCR writers there, 4 readers elsewhere; each client with its defaults"
         );
         println!(
             "   {:<9} {:>6} {:>14} {:>13} {:>13} {:>7} {:>13} {:>5}",
@@ -1377,6 +1485,7 @@ fn main() {
         &server,
         cores,
         recorded,
+        hit_rows,
         pauses,
         has("--quick") || has("--no-record") || workers != WORKERS,
     );
@@ -1385,7 +1494,7 @@ fn main() {
         return;
     }
     println!(
-        "==> [5/5] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
+        "==> [6/6] kill -9 of a master under a 64-task write load (a fresh cluster per client; limit {} s)",
         RECOVERY_LIMIT.as_secs()
     );
     // The bare floor never refreshes its map: it has nothing to recover;
@@ -1411,7 +1520,7 @@ fn main() {
     }
 }
 
-/// Phase 3: each client's user-space instructions per operation in each
+/// Phase 4: each client's user-space instructions per operation in each
 /// scenario, under callgrind, printed and put in its `recorded` row.
 fn count_instructions(
     shapes: &[Shape],
@@ -1421,16 +1530,12 @@ fn count_instructions(
     keep: Option<&std::path::Path>,
     recorded: &mut [zaris_bench::clients::ClientRow],
 ) {
-    let valgrind = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !valgrind {
-        println!("==> [3/5] instructions: skipped, no valgrind (apt-get install valgrind)");
+    if !has_valgrind() {
+        println!("==> [4/6] instructions: skipped, no valgrind (apt-get install valgrind)");
         return;
     }
     println!(
-        "==> [3/5] user-space instructions per operation under callgrind: a child per client and scenario, \
+        "==> [4/6] user-space instructions per operation under callgrind: a child per client and scenario, \
          one current-thread runtime, {} single commands or {} pipelined ones after a warm-up",
         instruction_ops(Shape::Single { tasks: 1 }, quick),
         instruction_ops(Shape::Pipelines { size: 1, in_flight: 1 }, quick),
@@ -1441,7 +1546,7 @@ fn count_instructions(
         let counted_here =
             |name: &str| runs_in(name, shape) || name == API_FLOOR && runs_in(COMPAT, shape);
         for &name in names.iter().filter(|&&n| counted_here(n)) {
-            match instructions(name, shape, seeds, quick, keep) {
+            match instructions(name, &scenario, seeds, quick, keep) {
                 Ok(per_op) => {
                     println!("{scenario:>18} {name:>NAME_WIDTH$}: {per_op:>9.0} instructions/op");
                     counts.push((name, per_op));

@@ -44,10 +44,109 @@ pub struct ClientRun {
     pub server: String,
     /// One row per scenario and client.
     pub rows: Vec<ClientRow>,
+    /// A client-side cache's hits against an uncached read, per client
+    /// (runs before this phase have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hits: Vec<HitRow>,
     /// A write pause under load, per client and pause (runs before the
     /// pause phase have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pauses: Vec<PauseRow>,
+}
+
+/// One client's reads of one kind on one current-thread runtime: a cache
+/// hit (`GET` or `HGET`) or an uncached `GET`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HitRow {
+    /// `zaris` or `redis-rs`.
+    pub client: String,
+    /// `cache hit: GET`, `cache hit: HGET` or `uncached GET`.
+    pub read: String,
+    /// The thread's CPU time per read, ns (the median of the rounds).
+    pub cpu_ns_per_read: f64,
+    /// The share of the reads the client's cache answered, by its own
+    /// counters (0 for uncached reads).
+    pub cached_share: f64,
+    /// User-space instructions per read under callgrind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_per_read: Option<f64>,
+}
+
+/// The most a cache hit may cost Zaris, CPU ns per read.
+pub const HIT_NS_BAR: f64 = 250.0;
+
+/// The most a Zaris hit may cost against redis-rs's hit of the same read.
+pub const HIT_RATIO_BAR: f64 = 0.5;
+
+/// A hit row counts as hits only when its cache answered this share of
+/// its reads: a row that missed measures misses.
+const HIT_SHARE: f64 = 0.99;
+
+/// One verdict on Zaris's hits: the read, the bar, the figure, whether
+/// it is met.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HitVerdict {
+    /// `cache hit: GET` or `cache hit: HGET`.
+    pub read: String,
+    /// What is judged, in words, with its bar.
+    pub bar: String,
+    /// Zaris's figure against the bar, in words.
+    pub figure: String,
+    /// Whether the bar is met.
+    pub met: bool,
+}
+
+impl std::fmt::Display for HitVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.met { "met" } else { "NOT met" };
+        write!(
+            f,
+            "{}: {}: {} ({verdict})",
+            self.read, self.bar, self.figure
+        )
+    }
+}
+
+/// Zaris's hits against the bars: at most [`HIT_NS_BAR`] of CPU a hit,
+/// and at most [`HIT_RATIO_BAR`] of redis-rs's hit of the same read. A
+/// row whose cache answered less than 99% of its reads fails its bars.
+#[must_use]
+pub fn hit_verdicts(rows: &[HitRow]) -> Vec<HitVerdict> {
+    let row = |client: &str, read: &str| rows.iter().find(|r| r.client == client && r.read == read);
+    let mut out = Vec::new();
+    for ours in rows
+        .iter()
+        .filter(|r| r.client == CLIENTS[0] && r.read.starts_with("cache hit"))
+    {
+        let hits = ours.cached_share >= HIT_SHARE;
+        let missed = if hits {
+            String::new()
+        } else {
+            format!(
+                ", but only {:.1}% of its reads were hits",
+                100.0 * ours.cached_share
+            )
+        };
+        out.push(HitVerdict {
+            read: ours.read.clone(),
+            bar: format!("CPU per hit ≤ {HIT_NS_BAR:.0} ns"),
+            figure: format!("{:.0} ns{missed}", ours.cpu_ns_per_read),
+            met: hits && ours.cpu_ns_per_read <= HIT_NS_BAR,
+        });
+        if let Some(theirs) = row("redis-rs", &ours.read) {
+            let ratio = ours.cpu_ns_per_read / theirs.cpu_ns_per_read;
+            out.push(HitVerdict {
+                read: ours.read.clone(),
+                bar: format!("≤ {HIT_RATIO_BAR:.1}x redis-rs's hit"),
+                figure: format!(
+                    "{ratio:.3}x ({:.0} ns against {:.0} ns){missed}",
+                    ours.cpu_ns_per_read, theirs.cpu_ns_per_read
+                ),
+                met: hits && theirs.cached_share >= HIT_SHARE && ratio <= HIT_RATIO_BAR,
+            });
+        }
+    }
+    out
 }
 
 /// One client through a write pause of one master (`CLIENT PAUSE ms
@@ -349,6 +448,7 @@ pub fn render(runs: &[ClientRun]) -> Result<String> {
     };
     contents(&mut html, latest);
     verdict_section(&mut html, latest);
+    hits_section(&mut html, pause_runs);
     latest_section(&mut html, latest);
     pause_section(&mut html, pause_runs);
     let _ = writeln!(
@@ -407,6 +507,7 @@ fn contents(html: &mut String, latest: &ClientRun) {
     html.push_str(
         "<nav aria-label=\"Contents\" class=\"toc\"><h2>Contents</h2><ol>\
          <li><a href=\"#verdicts\">Verdicts: Zaris against the best peer</a></li>\
+         <li><a href=\"#hits\">Client-side cache hits</a></li>\
          <li><a href=\"#latest\">Every count of the latest run</a></li>\
          <li><a href=\"#pause\">A write pause: reads, errors, writes applied twice</a></li>\
          <li><a href=\"#per-commit\">Per commit</a><ol>",
@@ -508,6 +609,72 @@ fn verdict_section(html: &mut String, latest: &ClientRun) {
                 missed.join(", ")
             );
         }
+    }
+    html.push_str("</tbody></table>\n");
+}
+
+/// The latest run's cache hits (of the runs that measured them): the
+/// verdicts, then every row.
+fn hits_section(html: &mut String, runs: &[ClientRun]) {
+    html.push_str(
+        "<h2 id=\"hits\">Client-side cache hits</h2>\n\
+         <p>A read the client's own cache answers, against redis-rs's client-side cache \
+         (<code>cache-aio</code>, on its cluster connection) and an uncached <code>GET</code>: \
+         1,000 keys read in batches of 1,000 on one current-thread runtime, the thread's CPU \
+         time per read taken around each batch (the median of the rounds), and user-space \
+         instructions per read under callgrind. Zaris's bars: a hit at most 250 ns, and at most \
+         0.5x redis-rs's hit of the same read. A row whose cache answered fewer than 99% of its \
+         reads fails its bars (its <em>cached</em> column says how many it answered).</p>\n",
+    );
+    let Some(latest) = runs.iter().rev().find(|r| !r.hits.is_empty()) else {
+        html.push_str("<p id=\"no-hits\">No run has measured cache hits yet.</p>\n");
+        return;
+    };
+    let verdicts = hit_verdicts(&latest.hits);
+    let missed = verdicts.iter().filter(|v| !v.met).count();
+    let _ = writeln!(
+        html,
+        "<p class=\"verdict {}\" id=\"hit-verdict\">{} of {} hit bars met (commit {}).</p>\n\
+         <table id=\"hit-verdicts\" class=\"stack\"><thead><tr><th>read</th><th>bar</th>\
+         <th>Zaris</th><th>verdict</th></tr></thead><tbody>",
+        if missed == 0 { "met" } else { "missed" },
+        verdicts.len() - missed,
+        verdicts.len(),
+        escape(latest.short_commit()),
+    );
+    for v in &verdicts {
+        let (class, word) = if v.met {
+            ("met", "met")
+        } else {
+            ("missed", "NOT met")
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td data-label=\"read\">{}</td><td data-label=\"bar\">{}</td>\
+             <td data-label=\"Zaris\">{}</td><td data-label=\"verdict\" class=\"{class}\">{word}</td></tr>",
+            escape(&v.read),
+            escape(&v.bar),
+            escape(&v.figure)
+        );
+    }
+    html.push_str(
+        "</tbody></table>\n<table id=\"hit-rows\" class=\"stack\"><thead><tr><th>read</th>\
+         <th>client</th><th>CPU ns/read</th><th>instructions/read</th><th>cached</th></tr></thead><tbody>\n",
+    );
+    for row in &latest.hits {
+        let instructions = row
+            .instructions_per_read
+            .map_or_else(|| "–".to_owned(), |i| format!("{i:.0}"));
+        let _ = writeln!(
+            html,
+            "<tr><td data-label=\"read\">{}</td><td data-label=\"client\">{}</td>\
+             <td data-label=\"CPU ns/read\">{:.0}</td><td data-label=\"instructions/read\">{instructions}</td>\
+             <td data-label=\"cached\">{:.1}%</td></tr>",
+            escape(&row.read),
+            escape(&row.client),
+            row.cpu_ns_per_read,
+            100.0 * row.cached_share
+        );
     }
     html.push_str("</tbody></table>\n");
 }
@@ -683,6 +850,7 @@ mod tests {
                 row("pipelines 100 x 1", "zaris", 1.0),
                 row("pipelines 100 x 1", "redis-rs", 0.9),
             ],
+            hits: Vec::new(),
             pauses: vec![
                 PauseRow {
                     client: "zaris".into(),
@@ -791,5 +959,55 @@ mod tests {
             .unwrap()
             .contains("No client run is recorded yet"));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn hit(client: &str, read: &str, ns: f64, cached: f64) -> HitRow {
+        HitRow {
+            client: client.into(),
+            read: read.into(),
+            cpu_ns_per_read: ns,
+            cached_share: cached,
+            instructions_per_read: Some(ns * 3.0),
+        }
+    }
+
+    #[test]
+    fn hits_are_held_to_their_bars() {
+        let rows = vec![
+            hit("zaris", "cache hit: GET", 180.0, 1.0),
+            hit("redis-rs", "cache hit: GET", 2000.0, 1.0),
+            // Fast, but over half of redis-rs's: the ratio bar misses.
+            hit("zaris", "cache hit: HGET", 240.0, 1.0),
+            hit("redis-rs", "cache hit: HGET", 400.0, 1.0),
+            hit("zaris", "uncached GET", 9000.0, 0.0),
+            hit("redis-rs", "uncached GET", 12000.0, 0.0),
+        ];
+        let verdicts = hit_verdicts(&rows);
+        let shown: Vec<String> = verdicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "cache hit: GET: CPU per hit ≤ 250 ns: 180 ns (met)",
+                "cache hit: GET: ≤ 0.5x redis-rs's hit: 0.090x (180 ns against 2000 ns) (met)",
+                "cache hit: HGET: CPU per hit ≤ 250 ns: 240 ns (met)",
+                "cache hit: HGET: ≤ 0.5x redis-rs's hit: 0.600x (240 ns against 400 ns) (NOT met)",
+            ]
+        );
+        // A "hit" row that mostly missed fails, however cheap.
+        let missing = [hit("zaris", "cache hit: GET", 100.0, 0.5)];
+        let verdicts = hit_verdicts(&missing);
+        assert!(!verdicts[0].met);
+        assert!(verdicts[0]
+            .figure
+            .contains("only 50.0% of its reads were hits"));
+        // On the page: the verdicts, then every row.
+        let mut latest = run("ddd", 12.0);
+        latest.hits = rows;
+        let html = render(&[latest]).unwrap();
+        assert!(html.contains(r#"<p class="verdict missed" id="hit-verdict">3 of 4 hit bars met (commit ddd).</p>"#), "{html}");
+        assert!(html.contains(r#"<td data-label="client">redis-rs</td><td data-label="CPU ns/read">2000</td><td data-label="instructions/read">6000</td><td data-label="cached">100.0%</td>"#));
+        assert!(render(&[run("eee", 12.0)])
+            .unwrap()
+            .contains("id=\"no-hits\""));
     }
 }

@@ -278,6 +278,25 @@ pub fn process_cpu() -> (std::time::Duration, std::time::Duration) {
     (time(usage.ru_utime), time(usage.ru_stime))
 }
 
+/// The calling thread's CPU time so far, user and system
+/// (`CLOCK_THREAD_CPUTIME_ID`): on a current-thread runtime, everything
+/// its client does.
+#[must_use]
+pub fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the value we own.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    std::time::Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// The instructions a callgrind profile counted: its `totals:` line (or,
 /// in older formats, `summary:`), the first event (`Ir`).
 #[must_use]

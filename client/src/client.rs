@@ -105,7 +105,11 @@ impl Client {
         if self.inner.cache().is_some() {
             // Through the cache, as every cacheable read goes.
             let args: [&[u8]; 2] = [b"GET", key];
-            return match self.inner.cmd(&args).await? {
+            let answer = match self.inner.cache_hit(&args) {
+                Some(hit) => hit,
+                None => self.inner.cmd(&args).await?,
+            };
+            return match answer {
                 Value::Nil => Ok(None),
                 Value::Data(value) => Ok(Some(value)),
                 other => Err(Error::UnexpectedReply {

@@ -154,6 +154,58 @@ pub(crate) fn room_for(args: &[&[u8]]) -> BytesMut {
     BytesMut::with_capacity(encoded_len(args))
 }
 
+/// Whether `encoded` is `args` as [`write_command`] writes them, told
+/// without writing them: the cache's hit path compares a stored command
+/// with the caller's.
+pub(crate) fn is_command(encoded: &[u8], args: &[&[u8]]) -> bool {
+    /// `rest` past a header `kind` `n` `\r\n`, if it starts with one.
+    #[inline(always)]
+    fn header(rest: &[u8], kind: u8, n: usize) -> Option<&[u8]> {
+        // Most headers (a few arguments, names and keys under 100 bytes):
+        // one compare of 4 or 5 bytes.
+        match u8::try_from(n) {
+            Ok(digit @ 0..=9) => {
+                let (head, rest) = rest.split_first_chunk::<4>()?;
+                (*head == [kind, b'0' + digit, b'\r', b'\n']).then_some(rest)
+            }
+            Ok(two @ 10..=99) => {
+                let (head, rest) = rest.split_first_chunk::<5>()?;
+                (*head == [kind, b'0' + two / 10, b'0' + two % 10, b'\r', b'\n']).then_some(rest)
+            }
+            _ => long_header(rest, kind, n),
+        }
+    }
+    /// [`header`] of a number of three digits or more.
+    #[cold]
+    #[inline(never)]
+    fn long_header(rest: &[u8], kind: u8, n: usize) -> Option<&[u8]> {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut left = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (left % 10) as u8;
+            left /= 10;
+            if left == 0 {
+                break;
+            }
+        }
+        let (&first, rest) = rest.split_first()?;
+        (first == kind).then_some(())?;
+        rest.strip_prefix(&digits[at..])?.strip_prefix(b"\r\n")
+    }
+    let walk = || {
+        let mut rest = header(encoded, b'*', args.len())?;
+        for arg in args {
+            rest = header(rest, b'$', arg.len())?
+                .strip_prefix(*arg)?
+                .strip_prefix(b"\r\n")?;
+        }
+        rest.is_empty().then_some(())
+    };
+    walk().is_some()
+}
+
 /// How many bytes [`write_command`] appends for `args`.
 pub(crate) fn encoded_len(args: &[&[u8]]) -> usize {
     let header = |n: usize| 3 + digits(n);
@@ -1076,6 +1128,28 @@ mod tests {
             // Alone, in exactly the room it takes.
             let alone = super::encode(&[args]);
             assert_eq!(&alone[..], &theirs[..]);
+            // Told apart from its encoding without encoding it.
+            assert!(is_command(&theirs, args), "{} arguments", args.len());
         }
+        // Any change to a stored command is another command.
+        let get: [&[u8]; 2] = [b"GET", b"key"];
+        let stored = super::encode(&[&get]);
+        assert!(is_command(&stored, &get));
+        let others: [&[&[u8]]; 6] = [
+            &[b"GET", b"kez"],
+            &[b"get", b"key"],
+            &[b"GET"],
+            &[b"GET", b"key", b""],
+            &[b"GET", b"ke"],
+            &[],
+        ];
+        for other in others {
+            assert!(!is_command(&stored, other), "{other:?}");
+        }
+        for cut in 0..stored.len() {
+            assert!(!is_command(&stored[..cut], &get), "cut at {cut}");
+        }
+        assert!(!is_command(b"*2\r\n$03\r\nGET\r\n$3\r\nkey\r\nX", &get));
+        assert!(!is_command(b"*2\r\n$\r\nGET\r\n$3\r\nkey\r\n", &get));
     }
 }

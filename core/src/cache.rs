@@ -13,7 +13,7 @@
 
 use core::time::Duration;
 
-use crate::command::{command_info, command_keys};
+use crate::command::info_and_lone_key;
 
 /// How a command's reply may be served from a cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,49 +37,79 @@ pub enum TtlUnit {
     Milliseconds,
 }
 
-/// Read-only commands with one key whose reply is not a function of that
-/// key's value: random picks, scans with a cursor, `SORT_RO` (whose `BY`
-/// and `GET` patterns read other keys), the object's own metadata.
-const NOT_A_FUNCTION_OF_THE_VALUE: [&str; 9] = [
-    "srandmember",
-    "hrandfield",
-    "zrandmember",
-    "sort_ro",
-    "hscan",
-    "sscan",
-    "zscan",
-    "object",
-    "memory",
-];
+/// Whether `name` (lowercase) is a read-only command with one key whose
+/// reply is not a function of that key's value: random picks, scans with
+/// a cursor, `SORT_RO` (whose `BY` and `GET` patterns read other keys),
+/// the object's own metadata. (A match: most names differ in length from
+/// every one of these, and are told apart without comparing a byte.)
+fn not_a_function_of_the_value(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"srandmember"
+            | b"hrandfield"
+            | b"zrandmember"
+            | b"sort_ro"
+            | b"hscan"
+            | b"sscan"
+            | b"zscan"
+            | b"object"
+            | b"memory"
+    )
+}
 
 /// How `args` (a whole command, name first) may be served from a cache.
 #[must_use]
 pub fn cacheable(args: &[&[u8]]) -> Cacheable {
-    let Some(info) = command_info(args) else {
-        return Cacheable::No;
-    };
+    cached_read(args).map_or(Cacheable::No, |(_, rule)| rule)
+}
+
+/// Where the key of `args` is and how its reply may be served from a
+/// cache, or `None` when it may not be ([`cacheable`] says
+/// [`Cacheable::No`]): what a cache's hit path needs, from one look at the
+/// command tables.
+///
+/// ```
+/// use zaris_core::{cached_read, Cacheable, TtlUnit};
+///
+/// assert_eq!(cached_read(&[b"GET", b"k"]), Some((1, Cacheable::Value)));
+/// assert_eq!(cached_read(&[b"HGET", b"h", b"f"]), Some((1, Cacheable::Value)));
+/// assert_eq!(
+///     cached_read(&[b"PTTL", b"k"]),
+///     Some((1, Cacheable::Countdown(TtlUnit::Milliseconds)))
+/// );
+/// assert_eq!(cached_read(&[b"SET", b"k", b"v"]), None);
+/// assert_eq!(cached_read(&[b"SRANDMEMBER", b"s"]), None);
+/// ```
+#[must_use]
+pub fn cached_read(args: &[&[u8]]) -> Option<(usize, Cacheable)> {
+    let (info, at) = info_and_lone_key(args)?;
     if !info.is_read_only() || info.is_write() || info.is_blocking() {
-        return Cacheable::No;
+        return None;
     }
     let name = info.name();
-    // A subcommand goes by its own name: its container's is the first word.
+    if not_a_function_of_the_value(name.as_bytes()) {
+        return None;
+    }
+    // A subcommand (`OBJECT ENCODING`, named `encoding`) goes by its
+    // container's name, the first word, too.
     let container = args.first().copied().unwrap_or_default();
-    if NOT_A_FUNCTION_OF_THE_VALUE
-        .iter()
-        .any(|n| *n == name || n.as_bytes().eq_ignore_ascii_case(container))
-    {
-        return Cacheable::No;
+    if !name.as_bytes().eq_ignore_ascii_case(container) {
+        let mut lower = [0u8; 12];
+        let lower = lower.get_mut(..container.len()).map(|l| {
+            l.copy_from_slice(container);
+            l.make_ascii_lowercase();
+            &*l
+        });
+        if lower.is_some_and(not_a_function_of_the_value) {
+            return None;
+        }
     }
-    let one_key =
-        command_keys(args).is_ok_and(|mut keys| keys.next().is_some() && keys.next().is_none());
-    if !one_key {
-        return Cacheable::No;
-    }
-    match name {
+    let rule = match name {
         "ttl" => Cacheable::Countdown(TtlUnit::Seconds),
         "pttl" => Cacheable::Countdown(TtlUnit::Milliseconds),
         _ => Cacheable::Value,
-    }
+    };
+    Some((at, rule))
 }
 
 /// A cached time to live `stored` (as the server answered it), `elapsed`
@@ -191,6 +221,32 @@ pub fn heartbeat_due(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The key `cached_read` finds is the one key the full search finds,
+    /// for every command of the tables at every length up to 6.
+    #[test]
+    fn the_hit_path_finds_the_key_the_search_finds() {
+        let words: [&[u8]; 6] = [b"", b"k", b"f", b"1", b"2", b"x"];
+        let mut cacheable_seen = 0;
+        for name in crate::command_names() {
+            for len in 1..=words.len() {
+                let mut args = words;
+                args[0] = name.as_bytes();
+                let args = &args[..len];
+                let one_key = crate::command_keys(args)
+                    .ok()
+                    .and_then(|mut keys| keys.next().filter(|_| keys.next().is_none()));
+                match cached_read(args) {
+                    Some((at, _)) => {
+                        assert_eq!(Some(at), one_key, "{name} of {len}");
+                        cacheable_seen += 1;
+                    }
+                    None => assert_eq!(cacheable(args), Cacheable::No),
+                }
+            }
+        }
+        assert!(cacheable_seen > 40, "{cacheable_seen}");
+    }
 
     fn of(args: &[&str]) -> Cacheable {
         let args: [&[u8]; 8] =

@@ -62,8 +62,8 @@ mod utf16;
 
 pub use backoff::{retry_delay, DEFAULT_BACKOFF, MAX_RETRY_DELAY, MIGRATING_BACKOFF_MULTIPLIER};
 pub use cache::{
-    cacheable, countdown, heartbeat_due, lease_holds, Cacheable, InvalidationLog, TtlUnit,
-    HEARTBEATS_PER_LEASE,
+    cacheable, cached_read, countdown, heartbeat_due, lease_holds, Cacheable, InvalidationLog,
+    TtlUnit, HEARTBEATS_PER_LEASE,
 };
 pub use cluster_nodes::{
     parse_cluster_nodes, ClusterNode, ClusterNodesError, ClusterNodesErrorKind, NodeFlags,

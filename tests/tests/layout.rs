@@ -24,7 +24,16 @@ fn root() -> PathBuf {
 /// Every file below `dir` with one of `extensions`, leaving out build
 /// output, installed packages and generated copies of other projects' code.
 fn files(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
-    const SKIPPED: [&str; 6] = ["target", "node_modules", ".git", "pkg", "vendor", "corpus"];
+    // Built or fetched, never written by hand (all in .gitignore).
+    const SKIPPED: [&str; 7] = [
+        "target",
+        "node_modules",
+        ".git",
+        "pkg",
+        "vendor",
+        "corpus",
+        "dashboard",
+    ];
     let mut out = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
         return out;

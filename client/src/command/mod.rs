@@ -9,6 +9,7 @@
 //! the client cache where one answers), `join.rs` makes the command's
 //! value of their answers.
 
+use smallvec::SmallVec;
 use tracing::Instrument;
 use zaris_core::command_has_keys;
 
@@ -44,7 +45,10 @@ impl Client {
     /// - [`Error::Server`]: the server's own error reply (`WRONGTYPE`);
     /// - the last status or transport failure once the retries stop.
     pub async fn cmd<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
-        let args: Vec<&[u8]> = args.iter().map(AsRef::as_ref).collect();
+        let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
+        if let Some(hit) = self.inner.cache_hit(&args) {
+            return Ok(hit);
+        }
         let name = args.first().map(|n| String::from_utf8_lossy(n));
         let span = tracing::debug_span!("zaris.cmd", command = name.as_deref().unwrap_or(""));
         self.inner.cmd(&args).instrument(span).await

@@ -16,6 +16,29 @@ use crate::value::from_frame;
 use crate::{Error, Value};
 
 impl Inner {
+    /// The client cache's answer to `args`, before anything is planned or
+    /// encoded: a read of one key (`GET`, `HGET`, ...) stored by its
+    /// slot's owner in the map now, under the epochs in force, within that
+    /// owner's lease. `None` sends it the usual way (planned, looked up
+    /// again, counted as a miss). No lock, no allocation.
+    pub(crate) fn cache_hit(&self, args: &[&[u8]]) -> Option<Value> {
+        let cache = self.cache()?;
+        let (at, rule) = zaris_core::cached_read(args)?;
+        let name = args[0];
+        // `MGET` is stored key by key; a name the table is taken not to
+        // know is learned first.
+        if name.eq_ignore_ascii_case(b"mget") || self.learned().instead(name) {
+            return None;
+        }
+        let key = args[at];
+        let slot = zaris_core::slot_for_key(key);
+        let map = self.map();
+        let owner = map.owner_of_slot(slot).ok().filter(|o| !o.held())?;
+        cache
+            .hit(key, args, slot, &owner.addr, rule)
+            .map(from_frame)
+    }
+
     /// Runs `parts` together (each node's share in one write) and returns
     /// each part's answer, in order.
     pub(crate) async fn run_parts(self: &Arc<Self>, parts: &[Part]) -> Vec<Result<Value, Error>> {

@@ -100,6 +100,22 @@ pub fn command_info(args: &[&[u8]]) -> Option<CommandInfo<'static>> {
     lookup(args).ok().map(CommandInfo::of)
 }
 
+/// What the tables say of the command `args` names and where its one key
+/// is: `None` for an unknown command, a wrong number of arguments, or a
+/// line with no key or several. One look at the tables, for the client
+/// cache's hit path ([`crate::cached_read`]).
+pub(crate) fn info_and_lone_key(args: &[&[u8]]) -> Option<(CommandInfo<'static>, usize)> {
+    let spec = lookup(args).ok()?;
+    check_arity(spec, args.len()).ok()?;
+    let plain = spec.keys.iter().all(|k| k.flags & spec::key::NOT_KEY == 0);
+    if let Some(at) = lone_key(spec).filter(|&at| plain && at < args.len()) {
+        return Some((CommandInfo::of(spec), at));
+    }
+    let mut keys = keys_of(spec, args, false).ok()?;
+    let at = keys.next()?;
+    keys.next().is_none().then(|| (CommandInfo::of(spec), at))
+}
+
 /// The name of every command the tables know (lowercase, in byte order;
 /// subcommands are their command's): to list them, or to hold another
 /// list of commands to the tables.
