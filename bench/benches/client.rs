@@ -131,6 +131,51 @@ mod pause;
 /// The timed phases' runtime: two worker threads, one per core here.
 const WORKERS: usize = 2;
 
+/// A runtime phases 1 and 2 run the clients on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Runtime {
+    /// tokio's multi-thread runtime with this many workers.
+    Workers(usize),
+    /// tokio's current-thread runtime: every task on the thread that
+    /// drives it.
+    Current,
+}
+
+/// What a current-thread runtime's scenarios are named after (`16 tasks,
+/// one thread`): the multi-thread runtime's keep their names.
+const ONE_THREAD: &str = ", one thread";
+
+impl Runtime {
+    fn build(self) -> tokio::runtime::Runtime {
+        match self {
+            Runtime::Workers(n) => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n)
+                .enable_all()
+                .build(),
+            Runtime::Current => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+        }
+        .expect("runtime")
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Runtime::Workers(n) => format!("a {n}-worker runtime"),
+            Runtime::Current => "a current-thread runtime".to_owned(),
+        }
+    }
+
+    /// The scenario names' suffix.
+    fn suffix(self) -> String {
+        match self {
+            Runtime::Workers(WORKERS) => String::new(),
+            Runtime::Workers(n) => format!(", {n} workers"),
+            Runtime::Current => ONE_THREAD.to_owned(),
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Driver {
     Zaris(Client),
@@ -349,9 +394,18 @@ impl Driver {
             Driver::Compat(c) => Ok(redis_api_pipeline(&mut c.clone(), batch).await),
             Driver::ApiFloor(c) => Ok(redis_api_pipeline(&mut c.clone(), batch).await),
             Driver::RedisRs(_) => unreachable!("redis-rs pipelines run on threads"),
-            Driver::Bare(_) | Driver::Cmd(_) => {
-                unreachable!("the floor and the reference run single commands only")
+            Driver::Bare(c) => {
+                let lines: Vec<Vec<&[u8]>> = batch
+                    .iter()
+                    .map(|op| match op {
+                        Op::Set(key) => vec![&b"SET"[..], &key[..], VALUE],
+                        Op::Get(key) => vec![&b"GET"[..], &key[..]],
+                        Op::HSet(key) => vec![&b"HSET"[..], &key[..], b"f", VALUE],
+                    })
+                    .collect();
+                c.pipeline(&lines).await
             }
+            Driver::Cmd(_) => unreachable!("the reference runs single commands only"),
         }
     }
 }
@@ -644,11 +698,15 @@ fn pipelines(
                     })
                 })
                 .collect();
-            std::thread::sleep(length);
-            stop.store(true, Ordering::Relaxed);
-            for task in tasks {
-                rt.block_on(task).expect("pipeline task");
-            }
+            // On the runtime: a current-thread one runs its tasks only
+            // while it is driven.
+            rt.block_on(async {
+                tokio::time::sleep(length).await;
+                stop.store(true, Ordering::Relaxed);
+                for task in tasks {
+                    task.await.expect("pipeline task");
+                }
+            });
         }
         None => {
             assert_eq!(name, "redis-rs");
@@ -1236,26 +1294,24 @@ fn main() {
         Some(n) => n.parse().expect("--workers takes a number"),
         None => WORKERS,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // Phases 1 and 2 run on each runtime a program would choose: the
+    // multi-thread one (a worker per core) and one current thread
+    // (`flavor = "current_thread"`). `--runtime workers|current` runs one.
+    let runtimes: Vec<Runtime> = match flag("--runtime").as_deref() {
+        _ if flag("--workers").is_some() => vec![Runtime::Workers(workers)],
+        Some("workers") => vec![Runtime::Workers(WORKERS)],
+        Some("current") => vec![Runtime::Current],
+        Some(other) => panic!("--runtime takes workers or current, not {other}"),
+        None => vec![Runtime::Workers(WORKERS), Runtime::Current],
+    };
+    let rt = Runtime::Workers(workers).build();
+    let described: Vec<String> = runtimes.iter().map(|r| r.describe()).collect();
     println!(
-        "==> a local cluster ({server}: 3 masters, 3 replicas) on {cores} cores; the clients on a {workers}-thread runtime"
+        "==> a local cluster ({server}: 3 masters, 3 replicas) on {cores} cores; the clients on {}",
+        described.join(", then ")
     );
     let cluster = Cluster::start(&server, 3, 1).expect("cluster");
     let seeds = cluster.addrs();
-    let drivers: Vec<Driver> = names
-        .iter()
-        .filter_map(|name| match rt.block_on(Driver::connect(name, &seeds)) {
-            Ok(driver) => Some(driver),
-            Err(e) => {
-                println!("{name}: {e}; left out");
-                None
-            }
-        })
-        .collect();
 
     // What the run records (`bench/client-history.jsonl`), as the dashboard
     // charts it per commit.
@@ -1280,137 +1336,154 @@ fn main() {
             });
         }
     };
-    if !has("--no-single") {
-        println!(
-            "==> [1/6] single commands: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
-            length.as_secs()
-        );
-        println!(
-            "{:>6} {:>NAME_WIDTH$} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
-            "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "user", "system", "errors"
-        );
-        for &tasks in &task_counts {
-            let drivers: Vec<&Driver> = drivers
-                .iter()
-                .filter(|d| runs_in(d.name(), Shape::Single { tasks }))
-                .collect();
-            let mut runs: Vec<Vec<(Load, Cpu)>> = drivers.iter().map(|_| Vec::new()).collect();
-            for counted in turns(rounds) {
-                for (&driver, runs) in drivers.iter().zip(&mut runs) {
-                    rt.block_on(load(driver, tasks, Duration::from_millis(200))); // warm-up
-                    runs.push(measure_cpu(&cluster, counted, || {
-                        rt.block_on(load(driver, tasks, length))
-                    }));
-                }
-            }
-            let summaries: Vec<Summary> = drivers
-                .iter()
-                .zip(&runs)
-                .map(|(driver, runs)| Summary::of(driver.name(), runs, cores))
-                .collect();
-            for s in &summaries {
-                println!(
-                    "{tasks:>6} {:>NAME_WIDTH$} {:>10.0} {:>10} {:>10} {:>10.2} {:>9.2} {:>9.2} {:>6}",
-                    s.name,
-                    s.ops_per_sec,
-                    ms(s.p50),
-                    ms(s.p99),
-                    s.cpu,
-                    s.user,
-                    s.system,
-                    s.errors
-                );
-            }
-            print_counts(&tasks.to_string(), &summaries);
-            ratios(&tasks.to_string(), &summaries);
-            adapter_cost(&tasks.to_string(), Shape::Single { tasks }, &summaries);
-            let plural = if tasks == 1 { "" } else { "s" };
-            record(format!("{tasks} task{plural}"), &summaries);
-        }
-    }
-
-    if !has("--no-pipeline") {
-        println!(
-            "==> [2/6] pipelines: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
-            length.as_secs()
-        );
-        println!(
-            "{:>6} {:>9} {:>NAME_WIDTH$} {:>10} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6}",
-            "batch",
-            "in flight",
-            "client",
-            "ops/s",
-            "CPU µs/op",
-            "user",
-            "system",
-            "client",
-            "servers",
-            "errors"
-        );
-        // redis-rs runs its sync ClusterPipeline on threads of its own.
-        let pipeliners: Vec<(&str, Option<&Driver>)> = names
+    for &runtime in &runtimes {
+        let prt = runtime.build();
+        let suffix = runtime.suffix();
+        let drivers: Vec<Driver> = names
             .iter()
-            .filter_map(|&name| match drivers.iter().find(|d| d.name() == name) {
-                _ if !runs_in(
-                    name,
-                    Shape::Pipelines {
-                        size: 1,
-                        in_flight: 1,
-                    },
-                ) =>
-                {
+            .filter_map(|name| match prt.block_on(Driver::connect(name, &seeds)) {
+                Ok(driver) => Some(driver),
+                Err(e) => {
+                    println!("{name}{suffix}: {e}; left out");
                     None
                 }
-                _ if name == "redis-rs" => Some((name, None)),
-                Some(driver) => Some((name, Some(driver))),
-                None => None,
             })
             .collect();
-        for &size in &sizes {
-            for &in_flight in &in_flights {
-                let prepared = prepare(size, in_flight);
-                let mut runs: Vec<Vec<(Load, Cpu)>> =
-                    pipeliners.iter().map(|_| Vec::new()).collect();
+        if !has("--no-single") {
+            println!(
+                "==> [1/6] single commands{suffix}: GET/SET 50/50 over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+                length.as_secs()
+            );
+            println!(
+                "{:>6} {:>NAME_WIDTH$} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
+                "tasks", "client", "ops/s", "p50", "p99", "CPU µs/op", "user", "system", "errors"
+            );
+            for &tasks in &task_counts {
+                let drivers: Vec<&Driver> = drivers
+                    .iter()
+                    .filter(|d| runs_in(d.name(), Shape::Single { tasks }))
+                    .collect();
+                let mut runs: Vec<Vec<(Load, Cpu)>> = drivers.iter().map(|_| Vec::new()).collect();
                 for counted in turns(rounds) {
-                    for (&(name, driver), runs) in pipeliners.iter().zip(&mut runs) {
-                        let warm_up = Duration::from_millis(200);
-                        pipelines(name, driver, &seeds, &rt, &prepared, warm_up);
+                    for (&driver, runs) in drivers.iter().zip(&mut runs) {
+                        prt.block_on(load(driver, tasks, Duration::from_millis(200))); // warm-up
                         runs.push(measure_cpu(&cluster, counted, || {
-                            pipelines(name, driver, &seeds, &rt, &prepared, length)
+                            prt.block_on(load(driver, tasks, length))
                         }));
                     }
                 }
-                let summaries: Vec<Summary> = pipeliners
+                let summaries: Vec<Summary> = drivers
                     .iter()
                     .zip(&runs)
-                    .map(|(&(name, _), runs)| Summary::of(name, runs, cores))
+                    .map(|(driver, runs)| Summary::of(driver.name(), runs, cores))
                     .collect();
                 for s in &summaries {
                     println!(
-                        "{size:>6} {in_flight:>9} {:>NAME_WIDTH$} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
+                        "{tasks:>6} {:>NAME_WIDTH$} {:>10.0} {:>10} {:>10} {:>10.2} {:>9.2} {:>9.2} {:>6}",
                         s.name,
                         s.ops_per_sec,
+                        ms(s.p50),
+                        ms(s.p99),
                         s.cpu,
                         s.user,
                         s.system,
-                        s.client_share,
-                        s.servers_share,
                         s.errors
                     );
                 }
-                print_counts(&format!("{size}x{in_flight}"), &summaries);
-                ratios(&format!("{size}x{in_flight}"), &summaries);
-                adapter_cost(
-                    &format!("{size}x{in_flight}"),
-                    Shape::Pipelines { size, in_flight },
-                    &summaries,
-                );
-                record(format!("pipelines {size} x {in_flight}"), &summaries);
+                print_counts(&tasks.to_string(), &summaries);
+                ratios(&tasks.to_string(), &summaries);
+                adapter_cost(&tasks.to_string(), Shape::Single { tasks }, &summaries);
+                let plural = if tasks == 1 { "" } else { "s" };
+                record(format!("{tasks} task{plural}{suffix}"), &summaries);
             }
         }
-        println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
+
+        if !has("--no-pipeline") {
+            println!(
+                "==> [2/6] pipelines{suffix}: mixed SET/GET/HSET (40/40/20) over {KEYS} keys; the clients take turns, {rounds} x {} s each; medians",
+                length.as_secs()
+            );
+            println!(
+                "{:>6} {:>9} {:>NAME_WIDTH$} {:>10} {:>10} {:>9} {:>9} {:>7} {:>8} {:>6}",
+                "batch",
+                "in flight",
+                "client",
+                "ops/s",
+                "CPU µs/op",
+                "user",
+                "system",
+                "client",
+                "servers",
+                "errors"
+            );
+            // redis-rs runs its sync ClusterPipeline on threads of its own.
+            let pipeliners: Vec<(&str, Option<&Driver>)> = names
+                .iter()
+                .filter_map(|&name| match drivers.iter().find(|d| d.name() == name) {
+                    _ if !runs_in(
+                        name,
+                        Shape::Pipelines {
+                            size: 1,
+                            in_flight: 1,
+                        },
+                    ) =>
+                    {
+                        None
+                    }
+                    _ if name == "redis-rs" => Some((name, None)),
+                    Some(driver) => Some((name, Some(driver))),
+                    None => None,
+                })
+                .collect();
+            for &size in &sizes {
+                for &in_flight in &in_flights {
+                    let prepared = prepare(size, in_flight);
+                    let mut runs: Vec<Vec<(Load, Cpu)>> =
+                        pipeliners.iter().map(|_| Vec::new()).collect();
+                    for counted in turns(rounds) {
+                        for (&(name, driver), runs) in pipeliners.iter().zip(&mut runs) {
+                            let warm_up = Duration::from_millis(200);
+                            pipelines(name, driver, &seeds, &prt, &prepared, warm_up);
+                            runs.push(measure_cpu(&cluster, counted, || {
+                                pipelines(name, driver, &seeds, &prt, &prepared, length)
+                            }));
+                        }
+                    }
+                    let summaries: Vec<Summary> = pipeliners
+                        .iter()
+                        .zip(&runs)
+                        .map(|(&(name, _), runs)| Summary::of(name, runs, cores))
+                        .collect();
+                    for s in &summaries {
+                        println!(
+                            "{size:>6} {in_flight:>9} {:>NAME_WIDTH$} {:>10.0} {:>10.2} {:>9.2} {:>9.2} {:>6.0}% {:>7.0}% {:>6}",
+                            s.name,
+                            s.ops_per_sec,
+                            s.cpu,
+                            s.user,
+                            s.system,
+                            s.client_share,
+                            s.servers_share,
+                            s.errors
+                        );
+                    }
+                    print_counts(&format!("{size}x{in_flight}"), &summaries);
+                    ratios(&format!("{size}x{in_flight}"), &summaries);
+                    adapter_cost(
+                        &format!("{size}x{in_flight}"),
+                        Shape::Pipelines { size, in_flight },
+                        &summaries,
+                    );
+                    record(
+                        format!("pipelines {size} x {in_flight}{suffix}"),
+                        &summaries,
+                    );
+                }
+            }
+            println!("   (CPU µs/op = user + system, this process alone; client and servers: shares of the machine's {cores} cores, together near 100% = saturated)");
+        }
+        drop(drivers);
     }
-    drop(drivers);
     let keep = has("--keep-profiles").then(|| {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-client/callgrind")
     });
@@ -1487,7 +1560,7 @@ fn main() {
         recorded,
         hit_rows,
         pauses,
-        has("--quick") || has("--no-record") || workers != WORKERS,
+        has("--quick") || has("--no-record") || flag("--workers").is_some(),
     );
 
     if has("--no-failover") {
@@ -1550,10 +1623,12 @@ fn count_instructions(
                 Ok(per_op) => {
                     println!("{scenario:>18} {name:>NAME_WIDTH$}: {per_op:>9.0} instructions/op");
                     counts.push((name, per_op));
-                    if let Some(row) = recorded
-                        .iter_mut()
-                        .find(|r| r.scenario == scenario && r.client == name)
-                    {
+                    // The child runs on one current thread: its count is
+                    // both runtimes' (user-space work per operation).
+                    let one_thread = format!("{scenario}{ONE_THREAD}");
+                    for row in recorded.iter_mut().filter(|r| {
+                        (r.scenario == scenario || r.scenario == one_thread) && r.client == name
+                    }) {
                         row.instructions_per_op = Some(per_op);
                     }
                 }
@@ -1718,7 +1793,7 @@ fn is_peer(name: &str) -> bool {
 fn runs_in(name: &str, shape: Shape) -> bool {
     let sixteen = matches!(shape, Shape::Single { tasks: 16 });
     match name {
-        BARE => matches!(shape, Shape::Single { .. }),
+        BARE => true,
         CMD => sixteen,
         API_FLOOR => false,
         COMPAT => sixteen || matches!(shape, Shape::Pipelines { .. }),

@@ -1,6 +1,6 @@
 //! The client bench's bare floor (`benches/client/bare.rs`) on real
 //! clusters (Redis 7 and Valkey 8, 3 masters): its writes land on the nodes
-//! that own their keys, from many tasks at once; what it cannot do (follow
+//! that own their keys, from many tasks at once and in pipelines; what it cannot do (follow
 //! a `MOVED`, outlive its node) comes back as an error, never as a hang.
 
 #[path = "../benches/client/bare.rs"]
@@ -56,6 +56,29 @@ fn writes_from_many_tasks_land_on_their_owners() {
             }
         }
         assert!(owners.iter().all(|&n| n > 100), "{server}: {owners:?}");
+    }
+}
+
+#[test]
+fn a_pipeline_goes_to_every_owner_in_one_share_each() {
+    for server in servers_under_test() {
+        let cluster = Cluster::start(&server, 3, 0).unwrap();
+        let rt = runtime();
+        let bare = rt.block_on(Bare::connect(&cluster.addrs())).unwrap();
+        let keys: Vec<Vec<u8>> = (0..100).map(|i| key(99, i)).collect();
+        let sets: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"SET"[..], k, k]).collect();
+        let done = rt.block_on(async { tokio::time::timeout(BOUND, bare.pipeline(&sets)).await });
+        assert_eq!(done.unwrap(), Ok(0), "{server}: no share failed");
+        for key in &keys {
+            let owner = cluster.owner_index(slot_for_key(key)).unwrap();
+            let stored = cluster.conn(owner).unwrap().command(&[b"GET", key]);
+            assert_eq!(stored.unwrap(), Frame::BulkString(key.clone()), "{server}");
+        }
+        // An error reply fails its node's share, and only that one.
+        let mut mixed: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"GET"[..], k]).collect();
+        mixed.push(vec![&b"HGET"[..], &keys[0], b"f"]);
+        let done = rt.block_on(async { tokio::time::timeout(BOUND, bare.pipeline(&mixed)).await });
+        assert_eq!(done.unwrap(), Ok(1), "{server}: WRONGTYPE fails one share");
     }
 }
 

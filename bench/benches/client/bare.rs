@@ -1,5 +1,5 @@
-//! A bare cluster client: the floor the single-command scenarios hold
-//! Zaris's cost against.
+//! A bare cluster client: the floor the single-command and pipeline
+//! scenarios hold Zaris's cost against.
 //!
 //! It does only what every client that shares one connection per node
 //! among many tasks must do, in the cheapest way tokio allows:
@@ -46,12 +46,20 @@ struct Node {
     flush: Notify,
 }
 
+/// A caller's commands on one node: answered when its last reply comes,
+/// with whether none was an error.
+struct Waiting {
+    answer: oneshot::Sender<bool>,
+    left: usize,
+    ok: bool,
+}
+
 #[derive(Default)]
 struct Queue {
     /// Encoded commands not yet written.
     out: Vec<u8>,
     /// The callers waiting, in the order of their commands.
-    waiting: VecDeque<oneshot::Sender<bool>>,
+    waiting: VecDeque<Waiting>,
     /// Whether the node's task has been asked to write `out`.
     asked: bool,
     /// Whether the connection has closed.
@@ -116,24 +124,66 @@ impl Bare {
     /// was not an error.
     pub async fn call(&self, args: &[&[u8]]) -> Result<(), String> {
         let key = args.get(1).ok_or("no key")?;
-        let node = &self.nodes[usize::from(self.owner[usize::from(slot_for_key(key))])];
+        let node = usize::from(self.owner[usize::from(slot_for_key(key))]);
+        match self.send(node, &[args]).await? {
+            true => Ok(()),
+            false => Err("an error reply".to_owned()),
+        }
+    }
+
+    /// Sends each line of `batch` (the key second) to its key's node, each
+    /// node's share together; how many shares had an error reply.
+    pub async fn pipeline(&self, batch: &[Vec<&[u8]>]) -> Result<usize, String> {
+        let mut shares: Vec<Vec<&[&[u8]]>> = vec![Vec::new(); self.nodes.len()];
+        for args in batch {
+            let key = args.get(1).ok_or("no key")?;
+            shares[usize::from(self.owner[usize::from(slot_for_key(key))])].push(args);
+        }
+        let sent: Vec<_> = shares
+            .iter()
+            .enumerate()
+            .filter(|(_, share)| !share.is_empty())
+            .map(|(node, share)| self.send(node, share))
+            .collect();
+        let mut failed = 0;
+        for answer in sent {
+            failed += usize::from(!answer.await?);
+        }
+        Ok(failed)
+    }
+
+    /// Queues `lines` on node `node` and waits for their replies: whether
+    /// none was an error. (The lines are queued before the first await,
+    /// so a pipeline's shares go out together.)
+    fn send(
+        &self,
+        node: usize,
+        lines: &[&[&[u8]]],
+    ) -> impl std::future::Future<Output = Result<bool, String>> {
+        let node = &self.nodes[node];
         let (reply, answer) = oneshot::channel();
-        let ask = {
+        let queued = {
             let mut queue = node.queue.lock().unwrap_or_else(PoisonError::into_inner);
             if queue.closed {
-                return Err("the connection closed".to_owned());
+                Err("the connection closed".to_owned())
+            } else {
+                for args in lines {
+                    encode(&mut queue.out, args);
+                }
+                queue.waiting.push_back(Waiting {
+                    answer: reply,
+                    left: lines.len(),
+                    ok: true,
+                });
+                Ok(!std::mem::replace(&mut queue.asked, true))
             }
-            encode(&mut queue.out, args);
-            queue.waiting.push_back(reply);
-            !std::mem::replace(&mut queue.asked, true)
         };
-        if ask {
+        if queued == Ok(true) {
             node.flush.notify_one();
         }
-        match answer.await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err("an error reply".to_owned()),
-            Err(_) => Err("the connection closed".to_owned()),
+        async move {
+            queued?;
+            answer.await.map_err(|_| "the connection closed".to_owned())
         }
     }
 }
@@ -197,8 +247,14 @@ async fn drive(stream: TcpStream, node: Arc<Node>) {
                     match reply(&input[at..filled]) {
                         Ok(Some((len, ok))) => {
                             at += len;
-                            if let Some(caller) = queue.waiting.pop_front() {
-                                let _ = caller.send(ok);
+                            if let Some(front) = queue.waiting.front_mut() {
+                                front.ok &= ok;
+                                front.left -= 1;
+                                if front.left == 0 {
+                                    if let Some(done) = queue.waiting.pop_front() {
+                                        let _ = done.answer.send(done.ok);
+                                    }
+                                }
                             }
                         }
                         Ok(None) => break false,

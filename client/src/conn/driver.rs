@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::error::ConnError;
-use super::shared::{Shared, READ_CHUNK};
+use super::shared::{round, Shared, READ_CHUNK};
 use super::slot::{Slot, SlotKind, FAR};
 use zaris_core::{at_attempt_time_out, AtTimeOut, Liveness, ALIVE_CHECK_TIMEOUT, STALL_TICK};
 
@@ -54,7 +54,19 @@ pub(super) async fn drive(shared: Arc<Shared>) {
             // next requests, gathered into one write below; so do the
             // others that the first to queue bytes ran ahead of.
             Ok((answered, _)) if answered.gathers() || woke == Woke::Caller => {
-                tokio::task::yield_now().await;
+                if answered.gathers() {
+                    round::begin(answered.slots);
+                }
+                // Behind the callers it woke, and behind those that other
+                // tasks woke meanwhile (a few turns at most: a caller may
+                // send nothing more, or run on another thread).
+                for _ in 0..round::MOST_TURNS {
+                    behind_the_woken().await;
+                    if !round::pending() {
+                        break;
+                    }
+                }
+                round::end();
             }
             Ok(_) => {}
             Err(e) => break Some(e),
@@ -100,6 +112,23 @@ pub(super) async fn drive(shared: Arc<Shared>) {
         shared.task.take();
     };
     conn.shut(&shared, error);
+}
+
+/// Lets the tasks this one woke run before it goes on: it wakes itself
+/// and waits once, so the runtime queues it behind them. Not
+/// `tokio::task::yield_now`, which defers the task until the runtime has
+/// polled its I/O driver: one more system call (`epoll_wait` with no
+/// time-out) each turn, for readiness the next wait would see anyway.
+async fn behind_the_woken() {
+    let mut waited = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut waited, true) {
+            return Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
 }
 
 /// The one task of a connection over any stream (TLS): the same batching,

@@ -247,7 +247,10 @@ impl Shared {
         state.next_id += 1;
         let mut rest = bytes;
         let (id, mut reads) = (slot.id, false);
-        let idle = state.slots.is_empty() && state.out.is_empty() && !state.gathering;
+        let idle = state.slots.is_empty()
+            && state.out.is_empty()
+            && !state.gathering
+            && !round::queue_next();
         if let (Some(tcp), true) = (&self.tcp, idle) {
             rest = write_now(tcp, rest);
             if rest.is_empty() && !self.caller_reads.swap(true, Ordering::AcqRel) {
@@ -349,6 +352,54 @@ pub(super) struct Reading<'a>(pub(super) &'a Shared);
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
         self.0.stop_reading();
+    }
+}
+
+/// A round of replies on this thread: a connection's task answered
+/// several callers at once, and waits behind them while they queue their
+/// next requests. Those requests go to the tasks of their connections to
+/// be written together, one write a connection, not the first alone on an
+/// idle connection and the rest after it: the callers run before any of
+/// those tasks do. A thread's count, never shared: a caller that runs
+/// elsewhere writes as it would have, and a count left over makes at most
+/// that many lone requests take their task's turn.
+pub(super) mod round {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Callers woken by a round here whose next request is still to come.
+        static WOKEN: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The most turns a task waits behind the round's callers.
+    pub(crate) const MOST_TURNS: usize = 3;
+
+    /// A task woke `callers` callers and waits behind them.
+    pub(crate) fn begin(callers: usize) {
+        WOKEN.with(|w| w.set(w.get() + callers));
+    }
+
+    /// Whether callers woken here have not sent their next requests yet.
+    pub(crate) fn pending() -> bool {
+        WOKEN.with(Cell::get) > 0
+    }
+
+    /// A task runs again after waiting: what is still counted is not
+    /// waited for.
+    pub(crate) fn end() {
+        WOKEN.with(|w| w.set(0));
+    }
+
+    /// Whether a caller's request should wait for its connection's task
+    /// (a round's caller), counted.
+    pub(crate) fn queue_next() -> bool {
+        WOKEN.with(|w| match w.get() {
+            0 => false,
+            n => {
+                w.set(n - 1);
+                true
+            }
+        })
     }
 }
 
