@@ -141,9 +141,8 @@ enum Runtime {
     Current,
 }
 
-/// What a current-thread runtime's scenarios are named after (`16 tasks,
-/// one thread`): the multi-thread runtime's keep their names.
-const ONE_THREAD: &str = ", one thread";
+/// What a current-thread runtime's scenarios are named after.
+use zaris_bench::clients::ONE_THREAD;
 
 impl Runtime {
     fn build(self) -> tokio::runtime::Runtime {
@@ -1000,7 +999,7 @@ fn cache_hits(
     let batches = if quick { 20 } else { 50 };
     println!(
         "==> [3/6] client-side cache hits: one current-thread runtime, {rounds} rounds of {batches} batches of 1,000 reads over 1,000 keys; \
-         the thread's CPU time per read (median of the rounds)"
+         the thread's CPU time per read (the median over the batches)"
     );
     println!(
         "   {:<9} {:<16} {:>10} {:>12} {:>9}",

@@ -110,6 +110,7 @@ p.verdict.met { border-color: var(--ok); } p.verdict.missed { border-color: var(
 td.worse, tr.bad td { background: var(--bad-bg); color: var(--bad); font-weight: bold; }
 table#bars { width: 100%; table-layout: fixed; }
 #bars td, #bars th { white-space: normal; text-align: left; vertical-align: top; }
+td[data-label=scenario], #hit-verdicts td { white-space: normal; text-align: left; }
 #bars col.c-what { width: 38%; } #bars col.c-needed { width: 14%; } #bars col.c-measured { width: 34%; } #bars col.c-verdict { width: 14%; }
 #bars td.floor small { display: block; }
 @media (max-width: 40rem) {

@@ -9,7 +9,7 @@
 //! runtime runs freely between batches (2 ms), so that Zaris's lease checks
 //! and both clients' connections are served outside the measured time, as
 //! they would be between a program's reads. The figure is the median over
-//! the rounds of the CPU time per read. Each row also says what share of
+//! every batch of the CPU time per read. Each row also says what share of
 //! its reads the cache answered (its own counters), so a hit row that
 //! missed shows it.
 //!
@@ -178,7 +178,7 @@ async fn prepare(
 
 /// One row's figures.
 pub(super) struct Measured {
-    /// CPU time per read, ns: the median over the rounds.
+    /// CPU time per read, ns: the median over the batches.
     pub(super) ns_per_read: f64,
     /// Reads per second of CPU (1e9 / ns): the row's ops/s.
     pub(super) reads: u64,
@@ -203,26 +203,24 @@ pub(super) fn measure(
         let mut reader = Reader::connect(name, read, seeds).await?;
         prepare(seeds, &mut reader, read, &keys).await?;
         let hits_before = reader.hits();
-        let mut per_round = Vec::new();
+        // Each batch's CPU time per read: the median of them all, which a
+        // tick's interrupt or a neighbour's burst in a few batches moves
+        // no more than a stray sample.
+        let mut per_batch = Vec::new();
         let mut reads = 0u64;
         let mut next = 0usize;
-        for _ in 0..rounds.max(1) {
-            let mut cpu = Duration::ZERO;
-            for _ in 0..batches {
-                tokio::time::sleep(BETWEEN).await;
-                let start = thread_cpu();
-                for _ in 0..BATCH {
-                    std::hint::black_box(reader.read(read, &keys, next).await);
-                    next += 1;
-                }
-                cpu += thread_cpu() - start;
+        for _ in 0..rounds.max(1) * batches {
+            tokio::time::sleep(BETWEEN).await;
+            let start = thread_cpu();
+            for _ in 0..BATCH {
+                std::hint::black_box(reader.read(read, &keys, next).await);
+                next += 1;
             }
-            let n = (batches * BATCH) as f64;
-            per_round.push(cpu.as_nanos() as f64 / n);
-            reads += (batches * BATCH) as u64;
+            per_batch.push((thread_cpu() - start).as_nanos() as f64 / BATCH as f64);
+            reads += BATCH as u64;
         }
-        per_round.sort_by(f64::total_cmp);
-        let ns_per_read = per_round[per_round.len() / 2];
+        per_batch.sort_by(f64::total_cmp);
+        let ns_per_read = per_batch[per_batch.len() / 2];
         let hit_share = (reader.hits() - hits_before) as f64 / reads as f64;
         Ok(Measured {
             ns_per_read,

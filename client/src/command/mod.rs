@@ -9,7 +9,6 @@
 //! the client cache where one answers), `join.rs` makes the command's
 //! value of their answers.
 
-use smallvec::SmallVec;
 use tracing::Instrument;
 use zaris_core::command_has_keys;
 
@@ -45,13 +44,25 @@ impl Client {
     /// - [`Error::Server`]: the server's own error reply (`WRONGTYPE`);
     /// - the last status or transport failure once the retries stop.
     pub async fn cmd<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
-        let args: SmallVec<[&[u8]; 8]> = args.iter().map(AsRef::as_ref).collect();
-        if let Some(hit) = self.inner.cache_hit(&args) {
+        // The arguments as slices, on the stack for most commands (a cache
+        // hit allocates nothing).
+        let mut room: [&[u8]; 8] = [&[]; 8];
+        let spilled: Vec<&[u8]>;
+        let args: &[&[u8]] = if args.len() <= room.len() {
+            for (slot, arg) in room.iter_mut().zip(args) {
+                *slot = arg.as_ref();
+            }
+            &room[..args.len()]
+        } else {
+            spilled = args.iter().map(AsRef::as_ref).collect();
+            &spilled
+        };
+        if let Some(hit) = self.inner.cache_hit(args) {
             return Ok(hit);
         }
         let name = args.first().map(|n| String::from_utf8_lossy(n));
         let span = tracing::debug_span!("zaris.cmd", command = name.as_deref().unwrap_or(""));
-        self.inner.cmd(&args).instrument(span).await
+        self.inner.cmd(args).instrument(span).await
     }
 
     /// A keyless command on every master, each node's answer apart (by

@@ -372,7 +372,7 @@ pub(super) mod round {
     }
 
     /// The most turns a task waits behind the round's callers.
-    pub(crate) const MOST_TURNS: usize = 3;
+    pub(crate) const MOST_TURNS: usize = 2;
 
     /// A task woke `callers` callers and waits behind them.
     pub(crate) fn begin(callers: usize) {
