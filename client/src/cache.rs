@@ -320,14 +320,19 @@ impl Cache {
         rule: Cacheable,
     ) -> Option<Frame> {
         let found = self.find(key, slot, owner, rule, |stored| stored == command);
-        let counter = if found.is_some() {
-            &self.counters.hits
+        self.count(found.is_some());
+        found
+    }
+
+    /// Counts a hit (`true`) or a miss, in `Stats` and the metrics.
+    fn count(&self, hit: bool) {
+        let (counter, event) = if hit {
+            (&self.counters.hits, "hit")
         } else {
-            &self.counters.misses
+            (&self.counters.misses, "miss")
         };
         counter.fetch_add(1, Relaxed);
-        crate::metrics::cache(if found.is_some() { "hit" } else { "miss" });
-        found
+        crate::metrics::cache(event);
     }
 
     /// [`Self::lookup`] of the command `args` (not encoded), counted only
@@ -342,8 +347,7 @@ impl Cache {
         rule: Cacheable,
     ) -> Option<Frame> {
         let found = self.find(key, slot, owner, rule, |stored| is_command(stored, args))?;
-        self.counters.hits.fetch_add(1, Relaxed);
-        crate::metrics::cache("hit");
+        self.count(true);
         Some(found)
     }
 

@@ -172,27 +172,11 @@ pub(crate) fn is_command(encoded: &[u8], args: &[&[u8]]) -> bool {
                 let (head, rest) = rest.split_first_chunk::<5>()?;
                 (*head == [kind, b'0' + two / 10, b'0' + two % 10, b'\r', b'\n']).then_some(rest)
             }
-            _ => long_header(rest, kind, n),
-        }
-    }
-    /// [`header`] of a number of three digits or more.
-    #[cold]
-    #[inline(never)]
-    fn long_header(rest: &[u8], kind: u8, n: usize) -> Option<&[u8]> {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut left = n;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (left % 10) as u8;
-            left /= 10;
-            if left == 0 {
-                break;
+            _ => {
+                let (long, at) = long_header_bytes(kind, n);
+                rest.strip_prefix(&long[at..])
             }
         }
-        let (&first, rest) = rest.split_first()?;
-        (first == kind).then_some(())?;
-        rest.strip_prefix(&digits[at..])?.strip_prefix(b"\r\n")
     }
     let walk = || {
         let mut rest = header(encoded, b'*', args.len())?;
@@ -257,7 +241,16 @@ fn bulk_header_after(buf: &mut BytesMut, n: usize) {
 
 /// [`header`] for three digits and more.
 #[inline(never)]
-fn long_header(buf: &mut BytesMut, kind: u8, mut n: usize) {
+fn long_header(buf: &mut BytesMut, kind: u8, n: usize) {
+    let (out, at) = long_header_bytes(kind, n);
+    buf.extend_from_slice(&out[at..]);
+}
+
+/// `kind` `n` `\r\n` for `n` of three digits and more, on the stack: its
+/// bytes are `out[at..]`. Written by [`long_header`], compared by
+/// [`is_command`].
+#[cold]
+fn long_header_bytes(kind: u8, mut n: usize) -> ([u8; 23], usize) {
     let digit = |d: usize| b'0' + (d % 10) as u8;
     let mut out = [0u8; 23];
     let mut at = out.len() - 2;
@@ -269,7 +262,7 @@ fn long_header(buf: &mut BytesMut, kind: u8, mut n: usize) {
     }
     at -= 1;
     out[at] = kind;
-    buf.extend_from_slice(&out[at..]);
+    (out, at)
 }
 
 /// Limits a connection enforces.

@@ -4,7 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 use zaris_core::{
-    cacheable, command_info, command_keys, command_route, slot_for_key, Cacheable, CommandError,
+    cached_read, command_info, command_keys, command_route, slot_for_key, Cacheable, CommandError,
     CommandInfo, Reply, Target, SLOT_COUNT,
 };
 
@@ -459,16 +459,13 @@ fn cached_as(args: &[&[u8]], info: Info) -> Option<Cached> {
                 .collect(),
         ));
     }
-    match cacheable(args) {
-        Cacheable::No => None,
-        rule => {
-            let at = command_keys(args).ok()?.next()?;
-            Some(Cached::One {
-                key: Bytes::copy_from_slice(args[at]),
-                rule,
-            })
-        }
-    }
+    // The key and the rule from one look at the table, as the hit path
+    // finds them.
+    let (at, rule) = cached_read(args)?;
+    Some(Cached::One {
+        key: Bytes::copy_from_slice(args[at]),
+        rule,
+    })
 }
 
 #[cfg(test)]
